@@ -1,0 +1,178 @@
+"""The adapter interface (spec: "Adapters") and the registry that resolves model strings."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..canonical import sha256_hex
+from ..errors import EvalmineError
+
+SCHEMA_NATIVE = "native"
+SCHEMA_PROMPTED = "prompted"
+
+
+@dataclass(frozen=True)
+class Request:
+    """Everything that decides an answer. Holds no secret: keys live in adapters only."""
+
+    model: str
+    prompt: str
+    system: str | None = None
+    max_tokens: int = 1024
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    schema: dict[str, Any] | None = None
+    timeout_s: float = 60.0
+    repeat: int = 0
+
+    @property
+    def provider(self) -> str:
+        return self.model.split("/", 1)[0]
+
+    @property
+    def model_name(self) -> str:
+        """The model id the provider knows, without our ``provider/`` prefix."""
+        return self.model.split("/", 1)[1]
+
+    def key_fields(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "system": self.system,
+            "prompt": self.prompt,
+            "params": {
+                "max_tokens": self.max_tokens,
+                "temperature": self.temperature,
+                "top_p": self.top_p,
+                "stop": list(self.stop),
+            },
+            "schema": self.schema,
+            "repeat": self.repeat,
+        }
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts. ``input_tokens`` excludes cached and cache-write tokens (each input token
+    is billed at exactly one rate), whatever the provider's own convention is."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Response:
+    text: str
+    usage: Usage
+    latency_s: float
+    finish_reason: str = "stop"
+    schema_mode: str | None = None
+    provider_request_id: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Response:
+        data = json.loads(text)
+        data["usage"] = Usage(**data["usage"])
+        return cls(**data)
+
+
+class AdapterError(EvalmineError):
+    """A provider call failed. ``retryable`` says whether the same request may succeed later.
+
+    ``kind`` is one of: rate_limit, server_error, timeout, connection, bad_request, auth,
+    malformed_response. The message never contains a credential.
+    """
+
+    def __init__(
+        self,
+        kind: str,
+        message: str,
+        *,
+        retryable: bool,
+        retry_after_s: float | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+        self.status = status
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """What the dispatcher needs from a provider.
+
+    ``name`` and ``version`` enter the cache key: bump ``version`` when a change to the adapter
+    can change answers for the same request.
+    """
+
+    name: str
+    version: str
+
+    def schema_mode(self, request: Request) -> str | None:
+        """``native``, ``prompted`` or ``None`` (no schema), decided before the call."""
+        ...
+
+    async def complete(self, request: Request) -> Response: ...
+
+    async def aclose(self) -> None: ...
+
+
+def cache_key(adapter: Adapter, request: Request) -> str:
+    """sha256 of the canonical request as this adapter will send it (spec: "Cache key")."""
+    fields = request.key_fields()
+    fields["provider"] = adapter.name
+    fields["adapter_version"] = adapter.version
+    fields["schema_mode"] = adapter.schema_mode(request)
+    return sha256_hex(fields)
+
+
+@dataclass
+class AdapterRegistry:
+    """Adapters by provider prefix; ``route_all_to`` sends every model to one adapter."""
+
+    factories: dict[str, Callable[[], Adapter]] = field(default_factory=dict)
+    route_all_to: str | None = None
+    _instances: dict[str, Adapter] = field(default_factory=dict, repr=False)
+
+    def register(self, provider: str, factory: Callable[[], Adapter]) -> None:
+        self.factories[provider] = factory
+        self._instances.pop(provider, None)
+
+    def provider_for(self, model: str) -> str:
+        return self.route_all_to or model.split("/", 1)[0]
+
+    def adapter_for(self, model: str) -> Adapter:
+        provider = self.provider_for(model)
+        if provider not in self._instances:
+            if provider not in self.factories:
+                known = ", ".join(sorted(self.factories)) or "none"
+                raise EvalmineError(
+                    f"no adapter for provider {provider!r} (model {model!r}); known: {known}"
+                )
+            self._instances[provider] = self.factories[provider]()
+        return self._instances[provider]
+
+    async def aclose(self) -> None:
+        for adapter in self._instances.values():
+            await adapter.aclose()
+        self._instances.clear()
+
+
+def default_registry(*, fake_everything: bool = False, fake_options: Any = None) -> AdapterRegistry:
+    """The built-in adapters. Provider modules are imported only when first used."""
+    from .fake import FakeAdapter, FakeOptions
+
+    options = fake_options or FakeOptions()
+    registry = AdapterRegistry(route_all_to="fake" if fake_everything else None)
+    registry.register("fake", lambda: FakeAdapter(options))
+    return registry

@@ -1,0 +1,224 @@
+"""The fake adapter: deterministic answers from a hash of the request (spec: "Fake adapter").
+
+No key, no network. Text, token counts and any judge verdict follow from the request alone, so
+every number a fake run prints is reproducible. Faults can be injected to exercise retries,
+check failures and error outcomes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..canonical import sha256_hex
+from .base import SCHEMA_NATIVE, AdapterError, Request, Response, Usage
+
+FAULT_KINDS = (
+    "rate_limit",
+    "server_error",
+    "timeout",
+    "malformed_json",
+    "schema_violation",
+    "empty_answer",
+)
+
+_WORDS = (
+    "account billing customer request refund invoice order team update support issue "
+    "payment access settings error limit plan workspace export report ticket review "
+    "policy reply detail change week message problem option answer system user data"
+).split()
+_OPENERS = (
+    "Thanks for reaching out",
+    "Here is what happened",
+    "The short answer is yes",
+    "I looked into this",
+    "Good question",
+    "This comes down to one setting",
+)
+
+
+@dataclass
+class Fault:
+    """Inject ``kind`` into matching requests, at most ``count`` times in this process."""
+
+    kind: str
+    model: str | None = None
+    prompt_contains: str | None = None
+    count: int = 1
+    fired: int = 0
+
+    def matches(self, request: Request) -> bool:
+        if self.fired >= self.count:
+            return False
+        if self.model is not None and request.model != self.model:
+            return False
+        return self.prompt_contains is None or self.prompt_contains in request.prompt
+
+    @classmethod
+    def parse(cls, spec: str) -> Fault:
+        """``KIND[,model=M][,prompt=TEXT][,count=N]``, as given to ``--evalmine-fake-fault``."""
+        kind, *pairs = [part.strip() for part in spec.split(",")]
+        if kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault {kind!r}; choose from {', '.join(FAULT_KINDS)}")
+        fault = cls(kind=kind)
+        for pair in pairs:
+            name, sep, value = pair.partition("=")
+            if not sep:
+                raise ValueError(f"fault option {pair!r} is not name=value")
+            if name == "model":
+                fault.model = value
+            elif name == "prompt":
+                fault.prompt_contains = value
+            elif name == "count":
+                fault.count = int(value)
+            else:
+                raise ValueError(f"unknown fault option {name!r} (model, prompt, count)")
+        return fault
+
+
+@dataclass
+class FakeOptions:
+    latency_s: float = 0.0
+    faults: list[Fault] = field(default_factory=list)
+
+
+class FakeAdapter:
+    name = "fake"
+    version = "1"
+
+    def __init__(self, options: FakeOptions | None = None) -> None:
+        self.options = options or FakeOptions()
+        self.calls = 0
+
+    def schema_mode(self, request: Request) -> str | None:
+        return SCHEMA_NATIVE if request.schema is not None else None
+
+    async def aclose(self) -> None:
+        return None
+
+    async def complete(self, request: Request) -> Response:
+        started = time.perf_counter()
+        self.calls += 1
+        if self.options.latency_s:
+            await asyncio.sleep(self.options.latency_s)
+        fault = next((f for f in self.options.faults if f.matches(request)), None)
+        if fault is not None:
+            fault.fired += 1
+        text = self._answer(request, fault.kind if fault else None)
+        output_tokens = _tokens(text)
+        finish_reason = "stop"
+        if output_tokens > request.max_tokens:
+            text = text[: request.max_tokens * 4]
+            output_tokens = request.max_tokens
+            finish_reason = "length"
+        digest = sha256_hex(request.key_fields())
+        return Response(
+            text=text,
+            usage=Usage(
+                input_tokens=_tokens((request.system or "") + request.prompt) + 8,
+                output_tokens=output_tokens,
+            ),
+            latency_s=time.perf_counter() - started,
+            finish_reason=finish_reason,
+            schema_mode=self.schema_mode(request),
+            provider_request_id=f"fake-{digest[:16]}",
+        )
+
+    def _answer(self, request: Request, fault: str | None) -> str:
+        if fault in ("rate_limit", "server_error", "timeout"):
+            status = {"rate_limit": 429, "server_error": 500, "timeout": None}[fault]
+            raise AdapterError(
+                fault,
+                f"fake {fault} injected",
+                retryable=True,
+                retry_after_s=0.0,
+                status=status,
+            )
+        if fault == "empty_answer":
+            return ""
+        if fault == "malformed_json":
+            return '{"answer": "cut off mid'
+        rng = random.Random(int(sha256_hex(request.key_fields())[:16], 16))
+        if fault == "schema_violation":
+            wrong = "not the expected shape" if _type_of(request.schema) == "object" else {}
+            return json.dumps(wrong)
+        if request.schema is not None:
+            return json.dumps(_instance(request.schema, rng, request.schema), ensure_ascii=False)
+        return _prose(rng)
+
+
+def _tokens(text: str) -> int:
+    return math.ceil(len(text) / 4)
+
+
+def _prose(rng: random.Random) -> str:
+    sentences = [rng.choice(_OPENERS) + "."]
+    for _ in range(rng.randint(2, 4)):
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(6, 12))]
+        sentences.append(" ".join(words).capitalize() + ".")
+    return " ".join(sentences)
+
+
+def _type_of(schema: dict[str, Any] | None) -> str | None:
+    if not schema:
+        return None
+    kind = schema.get("type")
+    return kind[0] if isinstance(kind, list) else kind
+
+
+def _instance(schema: dict[str, Any], rng: random.Random, root: dict[str, Any]) -> Any:
+    """A value valid against the common JSON Schema keywords, chosen by ``rng``."""
+    if "$ref" in schema and schema["$ref"].startswith("#/"):
+        target: Any = root
+        for part in schema["$ref"][2:].split("/"):
+            target = target[part]
+        return _instance(target, rng, root)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    for combinator in ("anyOf", "oneOf"):
+        if combinator in schema:
+            return _instance(rng.choice(schema[combinator]), rng, root)
+    if "allOf" in schema:
+        merged: dict[str, Any] = {}
+        for part in schema["allOf"]:
+            merged.update(part)
+        return _instance(merged, rng, root)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = rng.choice([k for k in kind if k != "null"] or ["null"])
+    if kind == "object" or (kind is None and "properties" in schema):
+        properties = schema.get("properties", {})
+        return {name: _instance(sub, rng, root) for name, sub in properties.items()}
+    if kind == "array":
+        low = schema.get("minItems", 1)
+        high = max(low, min(schema.get("maxItems", 3), low + 2))
+        items = schema.get("items", {"type": "string"})
+        return [_instance(items, rng, root) for _ in range(rng.randint(low, high))]
+    if kind == "integer":
+        low = int(schema.get("minimum", 0))
+        return rng.randint(low, int(schema.get("maximum", low + 100)))
+    if kind == "number":
+        low = float(schema.get("minimum", 0))
+        return round(rng.uniform(low, float(schema.get("maximum", low + 100))), 2)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "null":
+        return None
+    return _string(schema, rng)
+
+
+def _string(schema: dict[str, Any], rng: random.Random) -> str:
+    formats = {"date": "2026-01-15", "date-time": "2026-01-15T09:30:00Z", "email": "a@b.example"}
+    if schema.get("format") in formats:
+        return formats[schema["format"]]
+    words = " ".join(rng.choice(_WORDS) for _ in range(rng.randint(2, 6)))
+    low, high = schema.get("minLength", 0), schema.get("maxLength", 200)
+    words = words[:high]
+    return words + "x" * max(0, low - len(words))

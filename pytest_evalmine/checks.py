@@ -1,0 +1,74 @@
+"""Answer checks (spec: "Item outcomes"): did an answer arrive, parse and fit its schema."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+FENCED = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\n(.*?)```", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    passed: bool
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    checks: tuple[Check, ...]
+    parsed: Any = None
+
+    @property
+    def passed(self) -> bool:
+        return all(check.passed for check in self.checks)
+
+    @property
+    def failed(self) -> Check | None:
+        return next((check for check in self.checks if not check.passed), None)
+
+    def status(self, name: str) -> bool | None:
+        """True/False for a check that ran, None for one that did not."""
+        return next((c.passed for c in self.checks if c.name == name), None)
+
+
+def parse_json_answer(text: str) -> Any:
+    """The whole text as JSON, else the first fenced block. Raises ``ValueError``."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    match = FENCED.search(text)
+    if match is None:
+        raise ValueError("the answer is not JSON and holds no fenced block")
+    try:
+        return json.loads(match.group(1))
+    except ValueError as exc:
+        raise ValueError(f"the first fenced block is not JSON: {exc}") from None
+
+
+def check_answer(text: str, schema: dict[str, Any] | None) -> CheckResult:
+    if not text.strip():
+        return CheckResult((Check("answer", False, "the answer is empty"),))
+    checks = [Check("answer", True)]
+    if schema is None:
+        return CheckResult(tuple(checks))
+    try:
+        parsed = parse_json_answer(text)
+    except ValueError as exc:
+        checks.append(Check("parse", False, str(exc)))
+        return CheckResult(tuple(checks))
+    checks.append(Check("parse", True))
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    error = best_match(Draft202012Validator(schema).iter_errors(parsed))
+    if error is None:
+        checks.append(Check("schema", True))
+    else:
+        where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.path)
+        checks.append(Check("schema", False, f"{where}: {error.message}"))
+    return CheckResult(tuple(checks), parsed)

@@ -1,0 +1,89 @@
+"""pytest nodes for suite files: file -> task -> case[model] (spec: "Collection").
+
+Items are ``pytest.Function`` objects whose function asks for the ``evalmine_answer``
+fixture, so fixtures (and a conftest.py that overrides ``evalmine_adapters``) reach them
+through pytest's public machinery. The item itself only reads its outcome and its checks;
+the calls were dispatched for the whole selection before the first item ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from .errors import EvalmineError
+from .session import ItemSpec
+
+
+def run_eval_item(evalmine_answer: Any) -> None:
+    """The body of every suite item: fail with a readable report unless the checks passed."""
+    evalmine_answer.assert_passed()
+
+
+class SuiteFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
+        from .plugin import eval_session
+
+        session = eval_session(self.config)
+        suite = session.load(self.path)
+        specs = session.specs_for(suite)
+        for task in suite.tasks:
+            yield TaskNode.from_parent(
+                self, name=task.id, specs=[s for s in specs if s.task.id == task.id]
+            )
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:  # type: ignore[override]
+        if isinstance(excinfo.value, EvalmineError):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo)
+
+
+class TaskNode(pytest.Collector):
+    def __init__(self, *, specs: list[ItemSpec], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.specs = specs
+
+    def collect(self) -> Iterator[pytest.Item]:
+        for spec in self.specs:
+            yield EvalItem.from_parent(self, name=spec.name, callobj=run_eval_item, spec=spec)
+
+
+class EvalItem(pytest.Function):
+    def __init__(self, *, spec: ItemSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.add_marker(
+            pytest.mark.evalmine(
+                suite=spec.suite.name,
+                task=spec.task.id,
+                kind=spec.task.kind,
+                model=spec.model,
+                provider=spec.model.split("/", 1)[0],
+            )
+        )
+
+    def reportinfo(self) -> tuple[Any, int | None, str]:
+        return self.path, None, f"{self.spec.task.id}::{self.name}"
+
+
+class ItemAnswer:
+    """What ``evalmine_answer`` gives an item: its record, and the verdict on its checks."""
+
+    def __init__(self, record: Any) -> None:
+        self.record = record
+
+    def assert_passed(self) -> None:
+        record = self.record
+        if record.outcome == "passed":
+            return
+        if record.error:
+            pytest.fail(f"{record.outcome}: {record.error}", pytrace=False)
+        failed = next(c for c in record.checks if not c["passed"])
+        tail = (record.text or "")[-400:]
+        pytest.fail(
+            f"check {failed['name']!r} failed: {failed['message']}\n"
+            f"answer ({record.model}, last {len(tail)} characters):\n{tail}",
+            pytrace=False,
+        )

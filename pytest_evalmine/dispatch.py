@@ -1,0 +1,294 @@
+"""Concurrent dispatch: the one place that spends money (spec: "Dispatch").
+
+For every planned request: read the cache, claim the call for this process, reserve its
+worst-case cost, call the adapter with retries, store the paid answer and settle the ledger.
+Requests run concurrently on one asyncio loop, bounded per provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from .adapters.base import SCHEMA_PROMPTED, Adapter, AdapterError, AdapterRegistry, Request
+from .adapters.base import Response, Usage, cache_key
+from .errors import EvalmineError
+from .prices import PriceRow, PriceTable
+from .store import Store, process_owner
+
+RECORD_MODES = ("new", "all", "none")
+OK, ERROR, BUDGET, REPLAY_MISS = "ok", "error", "budget", "replay_miss"
+# Slack over the model's own limit so the adapter's timeout fires first with its own message.
+TIMEOUT_SLACK_S = 5.0
+CLAIM_POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A request resolved to its adapter, cache key and price row."""
+
+    request: Request
+    key: str
+    adapter: Adapter
+    price: PriceRow
+
+    @property
+    def max_cost_usd(self) -> float:
+        """Worst case: every input byte a token (true of byte-level BPE) and all of max_tokens."""
+        text = (self.request.system or "") + self.request.prompt
+        if self.request.schema is not None and self.adapter.schema_mode(self.request) == (
+            SCHEMA_PROMPTED
+        ):
+            text += str(self.request.schema)
+        input_tokens = len(text.encode("utf-8")) + 64
+        return self.price.cost(
+            Usage(input_tokens=input_tokens, output_tokens=self.request.max_tokens)
+        )
+
+
+@dataclass
+class Outcome:
+    """What happened to one request in this run."""
+
+    key: str
+    status: str
+    response: Response | None = None
+    cached: bool = False
+    cost_usd: float = 0.0
+    cost_if_uncached_usd: float = 0.0
+    error: str | None = None
+    error_kind: str | None = None
+    attempts: int = 0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    calls: int
+    cached: int
+    uncached: int
+    max_cost_usd: float
+
+
+@dataclass
+class Progress:
+    total: int = 0
+    done: int = 0
+    cached: int = 0
+    spent_usd: float = 0.0
+
+
+@dataclass
+class Dispatcher:
+    registry: AdapterRegistry
+    store: Store
+    prices: PriceTable
+    run_token: str
+    cap_usd: float
+    record: str = "new"
+    concurrency: int = 8
+    retries: int = 2
+    backoff_s: float = 0.5
+    on_progress: Callable[[Progress], None] | None = None
+    owner: str = field(default_factory=process_owner)
+    budget_exhausted: bool = False
+
+    def __post_init__(self) -> None:
+        if self.record not in RECORD_MODES:
+            raise EvalmineError(f"record mode {self.record!r}: choose from {RECORD_MODES}")
+
+    def plan(self, requests: Iterable[Request]) -> list[Planned]:
+        """Resolve adapters, keys and prices. Raises before any call for an unknown model."""
+        planned = []
+        for request in requests:
+            adapter = self.registry.adapter_for(request.model)
+            price = self.prices.lookup(request.model)
+            planned.append(Planned(request, cache_key(adapter, request), adapter, price))
+        return planned
+
+    def estimate(self, planned: Iterable[Planned]) -> Estimate:
+        """The worst-case cost of what this run would actually send (cache hits are free)."""
+        unique = {p.key: p for p in planned}
+        reads = self.record != "all"
+        cached = [p for p in unique.values() if reads and self.store.has(p.key)]
+        sent = [p for p in unique.values() if not (reads and self.store.has(p.key))]
+        if self.record == "none":
+            sent = []
+        return Estimate(
+            calls=len(unique),
+            cached=len(cached),
+            uncached=len(sent),
+            max_cost_usd=sum(p.max_cost_usd for p in sent),
+        )
+
+    def run(self, planned: list[Planned]) -> dict[str, Outcome]:
+        """Send everything concurrently; returns an outcome for every key."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._run_all(planned))
+        # Called from inside a running loop (an async test): keep ours on its own thread.
+        result: dict[str, dict[str, Outcome]] = {}
+        thread = threading.Thread(
+            target=lambda: result.setdefault("r", asyncio.run(self._run_all(planned)))
+        )
+        thread.start()
+        thread.join()
+        return result["r"]
+
+    async def _run_all(self, planned: list[Planned]) -> dict[str, Outcome]:
+        unique = {p.key: p for p in planned}
+        progress = Progress(total=len(unique))
+        limits: dict[str, asyncio.Semaphore] = {}
+        for item in unique.values():
+            limits.setdefault(item.adapter.name, asyncio.Semaphore(max(1, self.concurrency)))
+
+        async def one(item: Planned) -> Outcome:
+            outcome = await self._one(item, limits[item.adapter.name])
+            progress.done += 1
+            progress.cached += outcome.cached
+            progress.spent_usd += outcome.cost_usd
+            if self.on_progress is not None:
+                self.on_progress(progress)
+            return outcome
+
+        try:
+            outcomes = await asyncio.gather(*(one(item) for item in unique.values()))
+        finally:
+            await self.registry.aclose()
+        return {outcome.key: outcome for outcome in outcomes}
+
+    async def _one(self, item: Planned, limit: asyncio.Semaphore) -> Outcome:
+        if self.record != "all":
+            hit = self.store.get(item.key)
+            if hit is not None:
+                return Outcome(
+                    item.key, OK, hit.response, cached=True, cost_if_uncached_usd=hit.cost_usd
+                )
+        if self.record == "none":
+            return Outcome(
+                item.key,
+                REPLAY_MISS,
+                error="no cached answer and --evalmine-record=none forbids calling the model",
+                error_kind=REPLAY_MISS,
+            )
+        if not self.store.claim(self.run_token, item.key, self.owner):
+            return await self._wait_for_other_process(item)
+        async with limit:
+            outcome = await self._call_within_budget(item)
+        self.store.finish_claim(
+            self.run_token,
+            item.key,
+            status=outcome.status,
+            error=outcome.error,
+            error_kind=outcome.error_kind,
+            cost_usd=outcome.cost_usd,
+            attempts=outcome.attempts,
+        )
+        return outcome
+
+    async def _call_within_budget(self, item: Planned) -> Outcome:
+        if self.budget_exhausted:
+            return _budget_outcome(item.key)
+        reservation = self.store.reserve(self.run_token, item.key, item.max_cost_usd, self.cap_usd)
+        if reservation is None:
+            self.budget_exhausted = True
+            return _budget_outcome(item.key)
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                response = await asyncio.wait_for(
+                    item.adapter.complete(item.request),
+                    timeout=item.request.timeout_s + TIMEOUT_SLACK_S,
+                )
+            except (AdapterError, asyncio.TimeoutError) as exc:
+                error = exc if isinstance(exc, AdapterError) else _timeout_error(item.request)
+                if error.retryable and attempts <= self.retries:
+                    await asyncio.sleep(self._backoff(attempts, error.retry_after_s))
+                    continue
+                self.store.release(reservation)
+                return Outcome(
+                    item.key,
+                    ERROR,
+                    error=f"{error.kind}: {error} (after {attempts} attempt(s))",
+                    error_kind=error.kind,
+                    attempts=attempts,
+                )
+            except Exception as exc:  # an adapter bug must not lose the run
+                self.store.release(reservation)
+                return Outcome(
+                    item.key,
+                    ERROR,
+                    error=f"adapter_crash: {type(exc).__name__}: {exc}",
+                    error_kind="adapter_crash",
+                    attempts=attempts,
+                )
+            cost = item.price.cost(response.usage)
+            self.store.record_paid_answer(
+                key=item.key,
+                provider=item.adapter.name,
+                model=item.request.model,
+                response=response,
+                cost_usd=cost,
+                reservation=reservation,
+            )
+            return Outcome(
+                item.key, OK, response, cost_usd=cost, cost_if_uncached_usd=cost, attempts=attempts
+            )
+
+    async def _wait_for_other_process(self, item: Planned) -> Outcome:
+        """Another worker of this run holds the call: wait for its result, never pay twice."""
+        while True:
+            claim = self.store.claim_of(self.run_token, item.key)
+            if claim is None or (claim.status == "running" and self.store.claim(
+                self.run_token, item.key, self.owner
+            )):
+                # The holder died mid-call: we now hold the claim and make the call ourselves.
+                return await self._one(item, asyncio.Semaphore(1))
+            if claim.status != "running":
+                break
+            await asyncio.sleep(CLAIM_POLL_S)
+        if claim.status == OK:
+            hit = self.store.get(item.key)
+            if hit is not None:
+                return Outcome(
+                    item.key,
+                    OK,
+                    hit.response,
+                    cost_usd=claim.cost_usd,
+                    cost_if_uncached_usd=hit.cost_usd,
+                    attempts=claim.attempts,
+                )
+        return Outcome(
+            item.key,
+            claim.status,
+            error=claim.error,
+            error_kind=claim.error_kind,
+            attempts=claim.attempts,
+        )
+
+    def _backoff(self, attempt: int, retry_after_s: float | None) -> float:
+        if retry_after_s is not None:
+            return retry_after_s
+        return min(20.0, self.backoff_s * 2 ** (attempt - 1)) * (1 + random.random() / 4)
+
+
+def _budget_outcome(key: str) -> Outcome:
+    return Outcome(
+        key,
+        BUDGET,
+        error="not run: the cost cap was reached before this call could be reserved",
+        error_kind=BUDGET,
+    )
+
+
+def _timeout_error(request: Request) -> AdapterError:
+    return AdapterError(
+        "timeout",
+        f"no answer within {math.ceil(request.timeout_s + TIMEOUT_SLACK_S)} s",
+        retryable=True,
+    )

@@ -1,0 +1,126 @@
+"""The one option table (spec: "Options"): pytest flags, ini keys and environment variables.
+
+Every entry becomes ``--evalmine-NAME`` and the ini key ``evalmine_NAME``; a command-line
+value wins over the ini value. The CLI and the MCP server read the same table.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+DEFAULT_CAP_USD = 2.00
+CAP_ENV = "EVALMINE_MAX_COST"
+HOME_ENV = "EVALMINE_HOME"
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str
+    help: str
+    kind: str = "string"  # string | bool | int | float | list
+    default: Any = None
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    ini: bool = True
+    cli: bool = True
+
+    @property
+    def flag(self) -> str:
+        return "--evalmine-" + self.name.replace("_", "-")
+
+    @property
+    def dest(self) -> str:
+        return "evalmine_" + self.name
+
+    def parse(self, raw: Any) -> Any:
+        """Turn an ini string (or a command-line value) into the option's type."""
+        if raw is None or raw == "" or raw == []:
+            return self.default
+        if self.kind == "bool":
+            return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes", "on")
+        if self.kind == "int":
+            return int(raw)
+        if self.kind == "float":
+            return float(raw)
+        if self.kind == "list":
+            return list(raw) if isinstance(raw, list) else [line for line in raw if line]
+        value = str(raw)
+        if self.choices and value not in self.choices:
+            raise ValueError(f"{self.flag}: {value!r} is not one of {', '.join(self.choices)}")
+        return value
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("models", "comma-separated model strings (provider/model); the first is the baseline",
+           metavar="M1,M2"),
+    Option("baseline", "the baseline model when it is not the first of the list", metavar="MODEL"),
+    Option("fake", "route every model string to the deterministic fake adapter", kind="bool",
+           default=False),
+    Option("max_cost", f"cost cap in USD for this run (env {CAP_ENV}; suite limit; "
+           f"default {DEFAULT_CAP_USD:.2f})", kind="float", metavar="USD"),
+    Option("no_cache", "ignore cached answers (they are still written)", kind="bool",
+           default=False),
+    Option("record", "new: call on cache miss; all: call everything; none: replay only, a miss "
+           "fails the item", default="new", choices=("new", "all", "none")),
+    Option("concurrency", "concurrent calls per provider", kind="int", default=8, metavar="N"),
+    Option("retries", "retries of a retryable provider error", kind="int", default=2,
+           metavar="N"),
+    Option("report_dir", "where run reports are written, relative to the rootdir",
+           default="reports", metavar="DIR"),
+    Option("prices", "extra price table YAML; its rows win over the shipped ones",
+           metavar="FILE"),
+    Option("fake_latency", "simulated latency of the fake adapter in seconds", kind="float",
+           default=0.0, metavar="S"),
+    Option("fake_fault", "inject a fault into the fake adapter: KIND[,model=M][,prompt=TEXT]"
+           "[,count=N] (repeatable)", kind="list", default=[], metavar="SPEC"),
+    Option("glob", "file name pattern of suite files (ini only)", default="*.eval.yaml",
+           cli=False),
+)
+
+
+def add_options(add: Callable[..., Any], add_ini: Callable[..., Any] | None) -> None:
+    """Declare every option through ``add`` (argparse-like) and ``add_ini`` (pytest's addini)."""
+    for option in OPTIONS:
+        kwargs: dict[str, Any] = {"dest": option.dest, "help": option.help, "default": None}
+        if option.kind == "bool":
+            kwargs["action"] = "store_true"
+        elif option.kind == "list":
+            kwargs["action"] = "append"
+        else:
+            kwargs["metavar"] = option.metavar
+            if option.choices:
+                kwargs["choices"] = option.choices
+        if option.cli:
+            add(option.flag, **kwargs)
+        if add_ini is not None and option.ini:
+            ini_type = {"bool": "bool", "list": "linelist"}.get(option.kind, "string")
+            add_ini(option.dest, option.help, type=ini_type, default=None)
+
+
+def resolve(get_option: Callable[[str], Any], get_ini: Callable[[str], Any]) -> dict[str, Any]:
+    """Values by option name: command line, then ini, then the table's default."""
+    values: dict[str, Any] = {}
+    for option in OPTIONS:
+        raw = get_option(option.dest) if option.cli else None
+        if raw is None or raw is False or raw == []:
+            raw = get_ini(option.dest) if option.ini else None
+        values[option.name] = option.parse(raw)
+    return values
+
+
+def cap_from(option_value: float | None, suite_limits: list[float]) -> tuple[float, str]:
+    """The cost cap and where it came from: option > environment > suite limit > default."""
+    if option_value is not None:
+        return option_value, "--evalmine-max-cost"
+    env = os.environ.get(CAP_ENV)
+    if env:
+        try:
+            return float(env), CAP_ENV
+        except ValueError:
+            raise ValueError(f"{CAP_ENV}={env!r} is not a number of dollars") from None
+    if suite_limits:
+        return min(suite_limits), "suite limits.max_cost_usd"
+    return DEFAULT_CAP_USD, "default"

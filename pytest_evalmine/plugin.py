@@ -1,0 +1,371 @@
+"""pytest glue for pytest-evalmine: options, collection, fixtures, reporting hooks.
+
+Loaded in every pytest run of whoever installs the package, so it imports only pytest and
+the standard library at import time and does nothing until an evalmine option is given or a
+suite file is collected. Every hook delegates to one ``EvalSession`` kept in ``config.stash``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import shlex
+import time
+from collections.abc import Generator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from . import exitcodes
+from .options import add_options, resolve
+
+if TYPE_CHECKING:
+    from .adapters.base import AdapterRegistry
+    from .dispatch import Dispatcher, Outcome, Progress
+    from .session import EvalSession
+
+SESSION_KEY = pytest.StashKey["EvalSession"]()
+SUMMARY_KEY = pytest.StashKey[list]()
+RECORD_ATTRIBUTE = "evalmine_record"
+SUITE_SUFFIXES = (".yaml", ".yml")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Called once at start-up: declares the option table as flags and ini keys."""
+    group = parser.getgroup("evalmine", "pytest-evalmine: LLM evaluation")
+    add_options(group.addoption, parser.addini)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Called after options are parsed: registers the marker items carry."""
+    config.addinivalue_line(
+        "markers",
+        "evalmine(suite, task, kind, model, provider): a suite item; select with e.g. "
+        "-m \"evalmine(kind='classify')\" or -m \"evalmine(model='fake/a')\"",
+    )
+
+
+def eval_session(config: pytest.Config) -> EvalSession:
+    """The run's session object, created on first use (so plain test runs never build it)."""
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        from .session import EvalSession, Settings, new_run_token
+
+        settings = Settings(resolve(config.getoption, config.getini))
+        workerinput = getattr(config, "workerinput", {})
+        session = EvalSession(
+            settings=settings,
+            rootdir=Path(config.rootpath),
+            run_token=workerinput.get("evalmine_run_token") or new_run_token(),
+        )
+        config.stash[SESSION_KEY] = session
+    return session
+
+
+def _is_active(config: pytest.Config) -> bool:
+    return SESSION_KEY in config.stash
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """Called for every file pytest visits: suite files become ``SuiteFile`` collectors."""
+    if file_path.suffix not in SUITE_SUFFIXES:
+        return None
+    glob = parent.config.getini("evalmine_glob") or "*.eval.yaml"
+    if not fnmatch.fnmatch(file_path.name, glob) and not _named_on_command_line(
+        file_path, parent.config
+    ):
+        return None
+    from .collect import SuiteFile
+
+    return SuiteFile.from_parent(parent, path=file_path)
+
+
+def _named_on_command_line(file_path: Path, config: pytest.Config) -> bool:
+    base = config.invocation_params.dir
+    for arg in config.args:
+        if (base / arg.split("::", 1)[0]).resolve() == file_path.resolve():
+            return True
+    return False
+
+
+# fixtures ---------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def evalmine_adapters(pytestconfig: pytest.Config) -> AdapterRegistry:
+    """The adapter registry. Override it (session scope) in a conftest.py to evaluate your
+    own application: register an adapter for your model strings' provider prefix."""
+    return eval_session(pytestconfig).default_registry()
+
+
+@pytest.fixture(scope="session")
+def evalmine_cost_limit(pytestconfig: pytest.Config) -> float:
+    """The run's cost cap in USD (option > EVALMINE_MAX_COST > suite limit > default)."""
+    return eval_session(pytestconfig).resolve_cap()
+
+
+@pytest.fixture(scope="session")
+def evalmine_dispatcher(
+    pytestconfig: pytest.Config, evalmine_adapters: AdapterRegistry, evalmine_cost_limit: float
+) -> Dispatcher:
+    """The one place that spends: cache, claims, budget, retries, concurrency."""
+    session = eval_session(pytestconfig)
+    share = int(getattr(pytestconfig, "workerinput", {}).get("workercount", 1))
+    return session.dispatcher(
+        evalmine_adapters,
+        concurrency_share=share,
+        on_progress=_progress_printer(pytestconfig),
+    )
+
+
+@pytest.fixture(scope="session")
+def evalmine_answers(
+    request: pytest.FixtureRequest, evalmine_dispatcher: Dispatcher
+) -> dict[str, Outcome]:
+    """Dispatches every selected suite item of this process at once, on first use."""
+    from .collect import EvalItem
+    from .errors import EvalmineError, RefusedError
+
+    config = request.config
+    session = eval_session(config)
+    specs = [item.spec for item in request.session.items if isinstance(item, EvalItem)]
+    try:
+        if not hasattr(config, "workerinput"):
+            session.preflight(evalmine_dispatcher, specs)
+        outcomes = session.dispatch(evalmine_dispatcher, specs)
+    except RefusedError as exc:
+        pytest.exit(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
+    except EvalmineError as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None and getattr(reporter, "currentfspath", None) is not None:
+        # The progress line took over the current line: make pytest print the path again.
+        reporter.currentfspath = None
+    return outcomes
+
+
+@pytest.fixture
+def evalmine_answer(request: pytest.FixtureRequest, evalmine_answers: dict[str, Outcome]) -> Any:
+    """The checked answer of the suite item that requests it (suite items only)."""
+    from .collect import EvalItem, ItemAnswer
+    from .session import spec_id
+
+    item = request.node
+    if not isinstance(item, EvalItem):
+        raise pytest.UsageError("evalmine_answer is only for suite items")
+    session = eval_session(request.config)
+    record = session.record_for(item.spec, evalmine_answers[spec_id(item.spec)])
+    item.stash[ITEM_RECORD_KEY] = record
+    if record.outcome == "error":
+        pytest.fail(f"provider error: {record.error}", pytrace=False)
+    return ItemAnswer(record)
+
+
+@pytest.fixture
+def evalmine(pytestconfig: pytest.Config, evalmine_dispatcher: Dispatcher) -> Any:
+    """For plain test functions: ``evalmine.complete(model, prompt, ...)`` through the same
+    cache, budget and price table as the suite items."""
+    from .client import EvalClient
+
+    return EvalClient(evalmine_dispatcher)
+
+
+ITEM_RECORD_KEY = pytest.StashKey[Any]()
+
+
+def _progress_printer(config: pytest.Config) -> Any:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None or hasattr(config, "workerinput"):
+        return None
+    last = [0.0]
+
+    def show(progress: Progress) -> None:
+        finished = progress.done == progress.total
+        now = time.monotonic()
+        if not finished and (now - last[0] < 0.1 or not reporter.isatty()):
+            return
+        last[0] = now
+        line = (
+            f"evalmine: {progress.done}/{progress.total} answers, {progress.cached} cached, "
+            f"${progress.spent_usd:.4f} spent"
+        )
+        # Dispatch runs inside the first item's setup, where output is captured.
+        with capture.global_and_fixture_disabled():
+            if reporter.isatty():
+                reporter.rewrite(line, erase=True)
+                if finished:
+                    reporter.write_line("")
+            else:
+                reporter.write_line(line)
+
+    return show
+
+
+# reporting --------------------------------------------------------------------------------
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator:
+    """Wraps report creation: puts the item's answer record on its last report, where xdist
+    carries it to the controller."""
+    report = yield
+    record = item.stash.get(ITEM_RECORD_KEY, None)
+    if record is not None and (call.when == "call" or (call.when == "setup" and report.failed)):
+        setattr(report, RECORD_ATTRIBUTE, record.to_dict())
+    return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Called for each report on the process that prints (the xdist controller included)."""
+    data = getattr(report, RECORD_ATTRIBUTE, None)
+    if data is None:
+        return
+    from .records import AnswerRecord
+
+    config = report_config.get()
+    if config is not None:
+        eval_session(config).add_record(AnswerRecord.from_dict(data))
+
+
+class _ConfigHolder:
+    """``pytest_runtest_logreport`` gets no config; the session's config is kept here."""
+
+    def __init__(self) -> None:
+        self.value: pytest.Config | None = None
+
+    def get(self) -> pytest.Config | None:
+        return self.value
+
+
+report_config = _ConfigHolder()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Called before collection: remembers the config for report hooks that lack it."""
+    report_config.value = session.config
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Called after the last item (on workers and controller): writes reports once, on the
+    controller or the only process, and sets the evalmine exit codes."""
+    config = session.config
+    if not _is_active(config) or hasattr(config, "workerinput"):
+        return
+    evalsession = eval_session(config)
+    try:
+        summaries = _write_reports(config, evalsession)
+    except Exception as exc:  # a report failure must not hide the run's own outcome
+        config.stash[SUMMARY_KEY] = [f"evalmine: could not write reports: {exc}"]
+        return
+    finally:
+        evalsession.close()
+    config.stash[SUMMARY_KEY] = summaries
+    stopped = any(r.outcome == "not_run_budget" for r in evalsession.records)
+    if stopped and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        session.exitstatus = exitcodes.STOPPED_OVER_BUDGET
+
+
+def _write_reports(config: pytest.Config, evalsession: EvalSession) -> list[str]:
+    from .report import summarize, write_run
+    from .summary import terminal_lines
+
+    lines: list[str] = []
+    by_suite: dict[str, list[Any]] = {}
+    for record in evalsession.records:
+        by_suite.setdefault(record.suite_file, []).append(record)
+    command = "pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args)
+    report_root = Path(config.rootpath) / evalsession.settings.report_dir
+    for suite_file, records in sorted(by_suite.items()):
+        suite = evalsession.load(Path(suite_file))
+        models = evalsession.models_for(suite)
+        from .session import models_hash
+
+        summary = summarize(
+            run_id=evalsession.run_id(suite),
+            records=records,
+            models=models,
+            models_hash=models_hash(models),
+            suite_name=suite.name,
+            suite_file=_relative(suite.path, Path(config.rootpath)),
+            suite_hash=suite.hash,
+            cap_usd=evalsession.resolve_cap(),
+            cap_source=evalsession.cap_source,
+            estimate_max_usd=evalsession.estimate.max_cost_usd if evalsession.estimate else None,
+            record_mode=evalsession.record_mode,
+            adapter_routing="fake (every model routed to the fake adapter)"
+            if evalsession.settings.fake
+            else "by provider prefix",
+            prices_pinned=evalsession.prices.pinned,
+            command=command,
+        )
+        run_dir = write_run(summary, report_root)
+        lines += terminal_lines(summary, _relative(run_dir / "report.md", Path(config.rootpath)))
+    return lines
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(root.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Called by the terminal reporter after session finish: prints the scorecard."""
+    lines = config.stash.get(SUMMARY_KEY, None)
+    if not lines:
+        return
+    terminalreporter.section("evalmine")
+    for line in lines:
+        terminalreporter.write_line(line)
+
+
+# xdist ------------------------------------------------------------------------------------
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """xdist controller, before a worker starts: share the run token (ledger, claims)."""
+    if _is_active(node.config) or _has_evalmine_options(node.config):
+        node.workerinput["evalmine_run_token"] = eval_session(node.config).run_token
+
+
+def _has_evalmine_options(config: pytest.Config) -> bool:
+    return any(
+        getattr(config.option, name, None) not in (None, False, [])
+        for name in vars(config.option)
+        if name.startswith("evalmine_")
+    )
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
+    """xdist controller, when a worker has collected: before any worker runs an item,
+    refuse the run if the selection could pass the cap (workers then only reserve)."""
+    config = node.config
+    evalsession = eval_session(config)
+    if evalsession.estimate is not None:
+        return
+    from .errors import EvalmineError, RefusedError
+    from .session import spec_id
+
+    wanted = set(ids)
+    root = Path(config.rootpath)
+    files = sorted({nodeid.split("::", 1)[0] for nodeid in ids if nodeid.count("::") == 2})
+    specs = []
+    try:
+        for relative in files:
+            path = root / relative
+            if path.suffix not in SUITE_SUFFIXES:
+                continue
+            suite = evalsession.load(path)
+            specs += [
+                s
+                for s in evalsession.specs_for(suite)
+                if f"{relative}::{s.task.id}::{s.name}" in wanted
+            ]
+        if not specs:
+            return
+        dispatcher = evalsession.dispatcher(evalsession.default_registry())
+        evalsession.preflight(dispatcher, specs)
+    except RefusedError as exc:
+        pytest.exit(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
+    except EvalmineError:
+        return  # the workers report suite errors themselves, once per item
+    del spec_id

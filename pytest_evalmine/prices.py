@@ -1,0 +1,130 @@
+"""The price table (spec: "Prices"): dollars per million tokens, pinned to a date.
+
+A model without a row is an error before any call, never a cost of $0.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .adapters.base import Usage
+from .errors import PriceError
+
+PER_MILLION = 1_000_000
+
+
+@dataclass(frozen=True)
+class PriceRow:
+    model: str
+    input: float
+    output: float
+    cached_input: float | None
+    cache_write: float | None
+    source: str
+    read: str
+    note: str = ""
+
+    @property
+    def free(self) -> bool:
+        return self.input == 0 and self.output == 0
+
+    def cost(self, usage: Usage) -> float:
+        # A missing cache rate is billed as plain input: an upper bound, never an undercount.
+        cached = self.input if self.cached_input is None else self.cached_input
+        write = self.input if self.cache_write is None else self.cache_write
+        return (
+            usage.input_tokens * self.input
+            + usage.output_tokens * self.output
+            + usage.cached_input_tokens * cached
+            + usage.cache_write_tokens * write
+        ) / PER_MILLION
+
+
+@dataclass(frozen=True)
+class PriceTable:
+    pinned: str
+    rows: tuple[PriceRow, ...]
+
+    def lookup(self, model: str) -> PriceRow:
+        """Exact row first, then the longest matching ``provider/*`` pattern."""
+        for row in self.rows:
+            if row.model == model:
+                return row
+        patterns = sorted((r for r in self.rows if "*" in r.model), key=lambda r: -len(r.model))
+        for row in patterns:
+            if fnmatch.fnmatchcase(model, row.model):
+                return row
+        raise PriceError(
+            f"no price for model {model!r} in the price table pinned {self.pinned}; "
+            f"known models: {', '.join(self.known())}. Add a row with --evalmine-prices=FILE."
+        )
+
+    def known(self) -> list[str]:
+        return sorted(row.model for row in self.rows)
+
+    def merged(self, other: PriceTable) -> PriceTable:
+        """``other``'s rows win over rows for the same model."""
+        mine = [row for row in self.rows if row.model not in {r.model for r in other.rows}]
+        return PriceTable(pinned=f"{self.pinned}+{other.pinned}", rows=(*other.rows, *mine))
+
+
+def load_prices(extra: str | Path | None = None) -> PriceTable:
+    """The shipped table, merged with a user's table when one is given."""
+    shipped = resources.files("pytest_evalmine").joinpath("prices.yaml").read_text("utf-8")
+    table = _parse(shipped, "prices.yaml (shipped)")
+    if extra:
+        path = Path(extra)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise PriceError(f"{path}: cannot read price table: {exc.strerror or exc}") from None
+        table = table.merged(_parse(text, str(path)))
+    return table
+
+
+def _parse(text: str, shown: str) -> PriceTable:
+    import yaml
+
+    try:
+        document: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise PriceError(f"{shown}: not valid YAML: {exc}") from None
+    if not isinstance(document, dict) or not isinstance(document.get("models"), list):
+        raise PriceError(f"{shown}: a price table needs 'pinned' and a 'models' list")
+    rows = []
+    allowed = set(PriceRow.__dataclass_fields__)
+    for index, raw in enumerate(document["models"]):
+        where = f"{shown}: models[{index}]"
+        if not isinstance(raw, dict):
+            raise PriceError(f"{where}: a row is a mapping")
+        unknown = set(raw) - allowed
+        if unknown:
+            raise PriceError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+        for required in ("model", "input", "output", "source", "read"):
+            if required not in raw:
+                raise PriceError(f"{where}: missing {required!r}")
+        for rate in ("input", "output", "cached_input", "cache_write"):
+            value = raw.get(rate)
+            if value is not None and (not isinstance(value, (int, float)) or value < 0):
+                raise PriceError(f"{where}.{rate}: a price is a number >= 0")
+        rows.append(
+            PriceRow(
+                model=str(raw["model"]),
+                input=float(raw["input"]),
+                output=float(raw["output"]),
+                cached_input=_optional_float(raw.get("cached_input")),
+                cache_write=_optional_float(raw.get("cache_write")),
+                source=str(raw["source"]),
+                read=str(raw["read"]),
+                note=str(raw.get("note", "")),
+            )
+        )
+    return PriceTable(pinned=str(document.get("pinned", "unknown")), rows=tuple(rows))
+
+
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -1,0 +1,44 @@
+"""Per-item answer records: what one task x case x model produced (spec: "answers.jsonl")."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+PASSED, FAILED, ERROR = "passed", "failed", "error"
+NOT_RUN_BUDGET, REPLAY_MISS = "not_run_budget", "replay_miss"
+
+
+@dataclass
+class AnswerRecord:
+    suite: str
+    suite_file: str
+    task: str
+    kind: str
+    case: str
+    model: str
+    outcome: str
+    text: str | None = None
+    parsed: Any = None
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    schema_mode: str | None = None
+    finish_reason: str | None = None
+    tokens: dict[str, int] = field(default_factory=dict)
+    cost_usd: float = 0.0
+    cost_if_uncached_usd: float = 0.0
+    latency_s: float | None = None
+    cached: bool = False
+    attempts: int = 0
+    error: str | None = None
+    key: str = ""
+    provider_request_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> AnswerRecord:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+    def check_passed(self, name: str) -> bool | None:
+        return next((c["passed"] for c in self.checks if c["name"] == name), None)

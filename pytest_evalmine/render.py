@@ -1,0 +1,65 @@
+"""Text for people: the scorecard as a terminal table and as markdown, from one row builder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .scorecard import ModelScore, Rate
+
+HEADERS = (
+    "model",
+    "passed",
+    "schema native",
+    "schema prompted",
+    "latency p50",
+    "p95",
+    "cost run",
+    "if uncached",
+)
+
+
+def money(value: float) -> str:
+    return f"${value:.4f}"
+
+
+def _rate(rate: Rate) -> str:
+    if rate.n == 0:
+        return "-"
+    return f"{rate.passed}/{rate.n} ({100 * rate.passed / rate.n:.0f}%)"
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1000:.0f} ms"
+
+
+def scorecard_rows(scores: Sequence[ModelScore]) -> list[tuple[str, ...]]:
+    rows = []
+    for score in scores:
+        rows.append(
+            (
+                score.model + (" (baseline)" if score.baseline else ""),
+                f"{score.passed}/{score.items}",
+                _rate(score.schema_native),
+                _rate(score.schema_prompted),
+                _ms(score.latency_p50_s) + f" (n={score.latency_n})",
+                _ms(score.latency_p95_s),
+                money(score.cost_usd),
+                money(score.cost_if_uncached_usd),
+            )
+        )
+    return rows
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows)]
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()
+    lines = [line, "  ".join("-" * w for w in widths)]
+    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    return lines
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    def cells(values: Sequence[str]) -> str:
+        return "| " + " | ".join(str(v).replace("|", "\\|") for v in values) + " |"
+
+    return [cells(headers), "|" + "|".join("---" for _ in headers) + "|", *map(cells, rows)]

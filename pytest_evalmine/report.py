@@ -1,0 +1,199 @@
+"""Run reports on disk (spec: "Report files"): answers.jsonl, report.json, report.md, latest.json.
+
+Every file is written to a temporary name in its folder and renamed into place, so a reader
+never sees half a report and a crash never leaves one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .records import AnswerRecord
+from .render import HEADERS, markdown_table, money, scorecard_rows
+from .scorecard import ModelScore, score_models
+
+REPORT_SCHEMA_VERSION = 1
+# mkstemp creates files 0600; reports should get the permissions any other file would.
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Everything report.json holds for one suite in one run."""
+
+    run_id: str
+    suite_name: str
+    suite_file: str
+    suite_hash: str
+    models: list[str]
+    models_hash: str
+    records: list[AnswerRecord]
+    scores: list[ModelScore]
+    cap_usd: float
+    cap_source: str
+    estimate_max_usd: float | None
+    record_mode: str
+    adapter_routing: str
+    prices_pinned: str
+    command: str
+
+    @property
+    def spent_usd(self) -> float:
+        return sum(r.cost_usd for r in self.records)
+
+    @property
+    def if_uncached_usd(self) -> float:
+        return sum(r.cost_if_uncached_usd for r in self.records)
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        return dict(sorted(Counter(r.outcome for r in self.records).items()))
+
+    @property
+    def partial(self) -> bool:
+        return any(r.outcome == "not_run_budget" for r in self.records)
+
+    @property
+    def calls_made(self) -> int:
+        return sum(1 for r in self.records if r.attempts and not r.cached)
+
+    @property
+    def calls_cached(self) -> int:
+        return sum(1 for r in self.records if r.cached)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "tool": {"name": "pytest-evalmine", "version": __version__},
+            "run_id": self.run_id,
+            "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "suite": {"name": self.suite_name, "file": self.suite_file, "hash": self.suite_hash},
+            "models": self.models,
+            "baseline": self.models[0] if self.models else None,
+            "models_hash": self.models_hash,
+            "partial": self.partial,
+            "partial_reason": "cost cap reached; some items were not run" if self.partial else None,
+            "items": len(self.records),
+            "outcomes": self.outcomes,
+            "calls": {"made": self.calls_made, "cached": self.calls_cached},
+            "cost": {
+                "cap_usd": self.cap_usd,
+                "cap_source": self.cap_source,
+                "estimate_max_usd": self.estimate_max_usd,
+                "spent_usd": self.spent_usd,
+                "if_uncached_usd": self.if_uncached_usd,
+                "prices_pinned": self.prices_pinned,
+            },
+            "record_mode": self.record_mode,
+            "adapter_routing": self.adapter_routing,
+            "scorecard": [score.to_dict() for score in self.scores],
+            "command": self.command,
+        }
+
+
+def summarize(
+    *,
+    run_id: str,
+    records: Sequence[AnswerRecord],
+    models: list[str],
+    models_hash: str,
+    suite_name: str,
+    suite_file: str,
+    suite_hash: str,
+    **context: Any,
+) -> RunSummary:
+    ordered = sorted(records, key=lambda r: (r.task, r.case, models.index(r.model)))
+    return RunSummary(
+        run_id=run_id,
+        suite_name=suite_name,
+        suite_file=suite_file,
+        suite_hash=suite_hash,
+        models=models,
+        models_hash=models_hash,
+        records=ordered,
+        scores=score_models(ordered, models),
+        **context,
+    )
+
+
+def write_run(summary: RunSummary, report_root: Path) -> Path:
+    """Write the run folder and move ``latest.json``; returns the run folder."""
+    suite_dir = report_root / summary.suite_name
+    run_dir = suite_dir / summary.run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    answers = "".join(
+        json.dumps(r.to_dict(), ensure_ascii=False, sort_keys=True) + "\n" for r in summary.records
+    )
+    atomic_write(run_dir / "answers.jsonl", answers)
+    atomic_write(run_dir / "report.json", json.dumps(summary.to_json(), indent=2) + "\n")
+    atomic_write(run_dir / "report.md", render_markdown(summary))
+    pointer = {
+        "run_id": summary.run_id,
+        "path": f"{summary.run_id}/report.json",
+        "suite_hash": summary.suite_hash,
+    }
+    atomic_write(suite_dir / "latest.json", json.dumps(pointer, indent=2) + "\n")
+    return run_dir
+
+
+def atomic_write(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            stream.write(text)
+        os.chmod(temporary, 0o666 & ~_UMASK)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def render_markdown(summary: RunSummary) -> str:
+    lines = [
+        f"# {summary.suite_name}: run {summary.run_id}",
+        "",
+        f"Suite `{summary.suite_file}`, sha256 `{summary.suite_hash}`.",
+        f"Models: {', '.join(f'`{m}`' for m in summary.models)} (baseline first); "
+        f"adapters: {summary.adapter_routing}.",
+        "",
+    ]
+    if summary.partial:
+        lines += [
+            "> **PARTIAL RUN**: the cost cap was reached; items marked not_run_budget were "
+            "not sent. Numbers below cover only what ran.",
+            "",
+        ]
+    lines += ["## Scorecard", "", *markdown_table(HEADERS, scorecard_rows(summary.scores)), ""]
+    lines += [
+        f"Cost: {money(summary.spent_usd)} this run, {money(summary.if_uncached_usd)} if "
+        f"nothing had been cached; cap {money(summary.cap_usd)} ({summary.cap_source}); "
+        f"prices pinned {summary.prices_pinned}.",
+        f"Calls: {summary.calls_made} made, {summary.calls_cached} from cache "
+        f"(record mode {summary.record_mode}).",
+        f"Outcomes: {', '.join(f'{k} {v}' for k, v in summary.outcomes.items())}.",
+        "",
+    ]
+    problems = [r for r in summary.records if r.outcome != "passed"]
+    if problems:
+        lines += ["## Items that did not pass", ""]
+        rows = [(r.task, r.case, r.model, r.outcome, _reason(r)) for r in problems]
+        lines += [*markdown_table(("task", "case", "model", "outcome", "why"), rows), ""]
+    lines += ["## How to reproduce", "", "```", summary.command, "```", ""]
+    return "\n".join(lines)
+
+
+def _reason(record: AnswerRecord) -> str:
+    if record.error:
+        return record.error
+    failed = next((c for c in record.checks if not c["passed"]), None)
+    return f"{failed['name']}: {failed['message']}" if failed else ""

@@ -1,0 +1,104 @@
+"""The per-model scorecard (spec: "Scorecard"): the one place these numbers are computed."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .records import ERROR, FAILED, NOT_RUN_BUDGET, PASSED, REPLAY_MISS, AnswerRecord
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks (Hyndman-Fan type 7, numpy's default)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+@dataclass(frozen=True)
+class Rate:
+    passed: int
+    n: int
+
+    @property
+    def value(self) -> float | None:
+        return self.passed / self.n if self.n else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "n": self.n, "rate": self.value}
+
+
+@dataclass(frozen=True)
+class ModelScore:
+    model: str
+    baseline: bool
+    items: int
+    passed: int
+    failed: int
+    errors: int
+    not_run_budget: int
+    replay_miss: int
+    schema_native: Rate
+    schema_prompted: Rate
+    latency_p50_s: float | None
+    latency_p95_s: float | None
+    latency_n: int
+    cost_usd: float
+    cost_if_uncached_usd: float
+    cached: int
+
+    @property
+    def schema_all(self) -> Rate:
+        return Rate(
+            self.schema_native.passed + self.schema_prompted.passed,
+            self.schema_native.n + self.schema_prompted.n,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["schema_native"] = self.schema_native.to_dict()
+        data["schema_prompted"] = self.schema_prompted.to_dict()
+        data["schema_all"] = self.schema_all.to_dict()
+        return data
+
+
+def score_models(records: Sequence[AnswerRecord], models: Sequence[str]) -> list[ModelScore]:
+    """One row per model, baseline first. Schema rates count answers that arrived for tasks
+    with a schema; a schema answer that fails to parse counts as a schema failure."""
+    scores = []
+    for index, model in enumerate(models):
+        mine = [r for r in records if r.model == model]
+        answered = [r for r in mine if r.outcome in (PASSED, FAILED)]
+        latencies = [r.latency_s for r in answered if r.latency_s is not None]
+        scores.append(
+            ModelScore(
+                model=model,
+                baseline=index == 0,
+                items=len(mine),
+                passed=sum(r.outcome == PASSED for r in mine),
+                failed=sum(r.outcome == FAILED for r in mine),
+                errors=sum(r.outcome == ERROR for r in mine),
+                not_run_budget=sum(r.outcome == NOT_RUN_BUDGET for r in mine),
+                replay_miss=sum(r.outcome == REPLAY_MISS for r in mine),
+                schema_native=_schema_rate(answered, "native"),
+                schema_prompted=_schema_rate(answered, "prompted"),
+                latency_p50_s=percentile(latencies, 0.50),
+                latency_p95_s=percentile(latencies, 0.95),
+                latency_n=len(latencies),
+                cost_usd=sum(r.cost_usd for r in mine),
+                cost_if_uncached_usd=sum(r.cost_if_uncached_usd for r in mine),
+                cached=sum(r.cached for r in mine),
+            )
+        )
+    return scores
+
+
+def _schema_rate(answered: Sequence[AnswerRecord], mode: str) -> Rate:
+    relevant = [r for r in answered if r.schema_mode == mode]
+    return Rate(sum(r.check_passed("schema") is True for r in relevant), len(relevant))

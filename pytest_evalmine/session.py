@@ -1,0 +1,274 @@
+"""One evaluation run, independent of pytest (spec: "Run lifecycle").
+
+The plugin, the CLI and the MCP server drive this object: it loads suites, turns
+task x case x model into requests, plans and estimates them, dispatches through the one
+``Dispatcher``, turns outcomes into answer records and writes the reports.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .adapters.base import AdapterRegistry, Request, default_registry
+from .canonical import sha256_hex
+from .checks import check_answer
+from .dispatch import BUDGET, ERROR, OK, REPLAY_MISS, Dispatcher, Estimate, Outcome, Progress
+from .errors import EvalmineError, PriceError, RefusedError
+from .options import HOME_ENV, cap_from
+from .prices import PriceTable, load_prices
+from .records import FAILED, NOT_RUN_BUDGET, PASSED, AnswerRecord
+from .records import ERROR as ERROR_OUTCOME
+from .records import REPLAY_MISS as REPLAY_MISS_OUTCOME
+from .store import Store
+from .suite import Case, Suite, Task, load_suite
+
+
+@dataclass(frozen=True)
+class ItemSpec:
+    """One collected item: a task's case asked of one model."""
+
+    suite: Suite
+    task: Task
+    case: Case
+    model: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.case.id}[{self.model}]"
+
+    def request(self) -> Request:
+        rendered = self.suite.render(self.task, self.case)
+        params = self.task.params
+        return Request(
+            model=self.model,
+            prompt=rendered.prompt,
+            system=rendered.system,
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
+            stop=params.stop,
+            schema=self.task.schema,
+            timeout_s=params.timeout_s,
+        )
+
+
+@dataclass
+class Settings:
+    """Option values by name, as ``options.resolve`` returns them."""
+
+    values: dict[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def new_run_token() -> str:
+    """The UTC timestamp every run id of this session starts with (shared with xdist workers)."""
+    now = dt.datetime.now(dt.timezone.utc)
+    return now.strftime("%Y%m%dT%H%M%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+@dataclass
+class EvalSession:
+    settings: Settings
+    rootdir: Path
+    run_token: str = field(default_factory=new_run_token)
+    suites: dict[Path, Suite] = field(default_factory=dict)
+    records: list[AnswerRecord] = field(default_factory=list)
+    estimate: Estimate | None = None
+    cap_usd: float | None = None
+    cap_source: str = ""
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+    _store: Store | None = None
+    _prices: PriceTable | None = None
+
+    # configuration --------------------------------------------------------------------
+    @property
+    def home(self) -> Path:
+        return Path(os.environ.get(HOME_ENV) or self.rootdir / ".evalmine")
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.home / "cache.sqlite")
+        return self._store
+
+    @property
+    def prices(self) -> PriceTable:
+        if self._prices is None:
+            extra = self.settings.prices
+            self._prices = load_prices(self.rootdir / extra if extra else None)
+        return self._prices
+
+    @property
+    def record_mode(self) -> str:
+        if self.settings.no_cache:
+            if self.settings.record == "none":
+                raise EvalmineError("--evalmine-no-cache contradicts --evalmine-record=none")
+            return "all"
+        return str(self.settings.record)
+
+    def default_registry(self) -> AdapterRegistry:
+        from .adapters.fake import Fault, FakeOptions
+
+        try:
+            faults = [Fault.parse(spec) for spec in self.settings.fake_fault]
+        except ValueError as exc:
+            raise EvalmineError(f"--evalmine-fake-fault: {exc}") from None
+        options = FakeOptions(latency_s=self.settings.fake_latency, faults=faults)
+        return default_registry(fake_everything=self.settings.fake, fake_options=options)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+
+    # suites and items -------------------------------------------------------------------
+    def load(self, path: Path) -> Suite:
+        path = Path(path)
+        if path not in self.suites:
+            self.suites[path] = load_suite(path)
+        return self.suites[path]
+
+    def models_for(self, suite: Suite) -> list[str]:
+        """Option models, else the suite's; ``--evalmine-baseline`` moves one to the front."""
+        models = (
+            [m.strip() for m in self.settings.models.split(",") if m.strip()]
+            if self.settings.models
+            else list(suite.models)
+        )
+        if not models:
+            raise EvalmineError(
+                f"{suite.path}: no models: give --evalmine-models or a 'models' list in the suite"
+            )
+        if len(set(models)) != len(models):
+            raise EvalmineError(f"model list names a model twice: {', '.join(models)}")
+        baseline = self.settings.baseline
+        if baseline:
+            if baseline not in models:
+                raise EvalmineError(f"baseline {baseline!r} is not among the models {models}")
+            models.remove(baseline)
+            models.insert(0, baseline)
+        return models
+
+    def specs_for(self, suite: Suite) -> list[ItemSpec]:
+        """Items in file order of tasks and cases, then model order (deterministic for xdist)."""
+        models = self.models_for(suite)
+        return [
+            ItemSpec(suite, task, case, model)
+            for task in suite.tasks
+            for case in task.cases
+            for model in models
+        ]
+
+    def resolve_cap(self) -> float:
+        if self.cap_usd is None:
+            limits = [s.max_cost_usd for s in self.suites.values() if s.max_cost_usd is not None]
+            self.cap_usd, self.cap_source = cap_from(self.settings.max_cost, limits)
+        return self.cap_usd
+
+    # dispatch ----------------------------------------------------------------------------
+    def dispatcher(
+        self,
+        registry: AdapterRegistry,
+        *,
+        concurrency_share: int = 1,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> Dispatcher:
+        return Dispatcher(
+            registry=registry,
+            store=self.store,
+            prices=self.prices,
+            run_token=self.run_token,
+            cap_usd=self.resolve_cap(),
+            record=self.record_mode,
+            concurrency=max(1, self.settings.concurrency // max(1, concurrency_share)),
+            retries=self.settings.retries,
+            on_progress=on_progress,
+        )
+
+    def preflight(self, dispatcher: Dispatcher, specs: Iterable[ItemSpec]) -> Estimate:
+        """Resolve every price and refuse (``RefusedError``) when the run could pass the cap."""
+        try:
+            planned = dispatcher.plan(spec.request() for spec in specs)
+        except PriceError as exc:
+            raise RefusedError(f"refused before spending: {exc}") from None
+        estimate = dispatcher.estimate(planned)
+        self.estimate = estimate
+        if estimate.max_cost_usd > dispatcher.cap_usd:
+            raise RefusedError(
+                f"refused before spending: the {estimate.uncached} uncached call(s) of this "
+                f"selection may cost up to ${estimate.max_cost_usd:.4f} (every answer at "
+                f"max_tokens), over the cap of ${dispatcher.cap_usd:.2f} "
+                f"(from {self.cap_source}); {estimate.cached} call(s) are cached. "
+                "Raise the cap, lower max_tokens or select fewer items."
+            )
+        return estimate
+
+    def dispatch(self, dispatcher: Dispatcher, specs: list[ItemSpec]) -> dict[str, Outcome]:
+        planned = dispatcher.plan(spec.request() for spec in specs)
+        outcomes = dispatcher.run(planned)
+        for spec, plan in zip(specs, planned):
+            self.outcomes[spec_id(spec)] = outcomes[plan.key]
+        return self.outcomes
+
+    # records ----------------------------------------------------------------------------
+    def record_for(self, spec: ItemSpec, outcome: Outcome) -> AnswerRecord:
+        record = AnswerRecord(
+            suite=spec.suite.name,
+            suite_file=str(spec.suite.path),
+            task=spec.task.id,
+            kind=spec.task.kind,
+            case=spec.case.id,
+            model=spec.model,
+            outcome=PASSED,
+            key=outcome.key,
+            attempts=outcome.attempts,
+            cached=outcome.cached,
+            cost_usd=outcome.cost_usd,
+            cost_if_uncached_usd=outcome.cost_if_uncached_usd,
+        )
+        if outcome.status != OK or outcome.response is None:
+            record.outcome = {
+                ERROR: ERROR_OUTCOME,
+                BUDGET: NOT_RUN_BUDGET,
+                REPLAY_MISS: REPLAY_MISS_OUTCOME,
+            }.get(outcome.status, ERROR_OUTCOME)
+            record.error = outcome.error
+            return record
+        response = outcome.response
+        result = check_answer(response.text, spec.task.schema)
+        record.text = response.text
+        record.parsed = result.parsed
+        record.checks = [dataclasses.asdict(check) for check in result.checks]
+        record.schema_mode = response.schema_mode
+        record.finish_reason = response.finish_reason
+        record.tokens = dataclasses.asdict(response.usage)
+        record.latency_s = response.latency_s
+        record.provider_request_id = response.provider_request_id
+        if not result.passed:
+            record.outcome = FAILED
+        return record
+
+    def add_record(self, record: AnswerRecord) -> None:
+        self.records.append(record)
+
+    # identity -----------------------------------------------------------------------------
+    def run_id(self, suite: Suite) -> str:
+        return f"{self.run_token}-{suite.hash[:8]}-{models_hash(self.models_for(suite))[:8]}"
+
+
+def spec_id(spec: ItemSpec) -> str:
+    return f"{spec.suite.path}::{spec.task.id}::{spec.name}"
+
+
+def models_hash(models: list[str]) -> str:
+    return sha256_hex(models)
