@@ -25,6 +25,8 @@ OK, ERROR, BUDGET, REPLAY_MISS = "ok", "error", "budget", "replay_miss"
 # Slack over the model's own limit so the adapter's timeout fires first with its own message.
 TIMEOUT_SLACK_S = 5.0
 CLAIM_POLL_S = 0.05
+RESERVE_OVERHEAD_TOKENS = 64
+ESTIMATE_OVERHEAD_TOKENS = 8
 
 
 @dataclass(frozen=True)
@@ -36,15 +38,27 @@ class Planned:
     adapter: Adapter
     price: PriceRow
 
-    @property
-    def max_cost_usd(self) -> float:
-        """Worst case: every input byte a token (true of byte-level BPE) and all of max_tokens."""
+    def _input_text(self) -> str:
         text = (self.request.system or "") + self.request.prompt
         if self.request.schema is not None and self.adapter.schema_mode(self.request) == (
             SCHEMA_PROMPTED
         ):
             text += str(self.request.schema)
-        input_tokens = len(text.encode("utf-8")) + 64
+        return text
+
+    @property
+    def max_cost_usd(self) -> float:
+        """Strict upper bound, reserved before the call: every input byte a token (true of
+        byte-level BPE tokenizers) plus chat-template overhead, and all of max_tokens."""
+        input_tokens = len(self._input_text().encode("utf-8")) + RESERVE_OVERHEAD_TOKENS
+        return self.price.cost(
+            Usage(input_tokens=input_tokens, output_tokens=self.request.max_tokens)
+        )
+
+    @property
+    def estimated_cost_usd(self) -> float:
+        """Pre-run estimate: input at about four characters a token, output at max_tokens."""
+        input_tokens = math.ceil(len(self._input_text()) / 4) + ESTIMATE_OVERHEAD_TOKENS
         return self.price.cost(
             Usage(input_tokens=input_tokens, output_tokens=self.request.max_tokens)
         )
@@ -70,7 +84,8 @@ class Estimate:
     calls: int
     cached: int
     uncached: int
-    max_cost_usd: float
+    cost_usd: float
+    already_committed_usd: float
 
 
 @dataclass
@@ -95,6 +110,8 @@ class Dispatcher:
     on_progress: Callable[[Progress], None] | None = None
     owner: str = field(default_factory=process_owner)
     budget_exhausted: bool = False
+    _in_flight: int = field(default=0, init=False, repr=False)
+    _settled: asyncio.Event | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.record not in RECORD_MODES:
@@ -104,13 +121,14 @@ class Dispatcher:
         """Resolve adapters, keys and prices. Raises before any call for an unknown model."""
         planned = []
         for request in requests:
-            adapter = self.registry.adapter_for(request.model)
             price = self.prices.lookup(request.model)
+            adapter = self.registry.adapter_for(request.model)
             planned.append(Planned(request, cache_key(adapter, request), adapter, price))
         return planned
 
     def estimate(self, planned: Iterable[Planned]) -> Estimate:
-        """The worst-case cost of what this run would actually send (cache hits are free)."""
+        """What this run would send (cache hits are free) and what this run has already
+        committed in the ledger (spent or reserved by earlier calls of the same run)."""
         unique = {p.key: p for p in planned}
         reads = self.record != "all"
         cached = [p for p in unique.values() if reads and self.store.has(p.key)]
@@ -121,7 +139,8 @@ class Dispatcher:
             calls=len(unique),
             cached=len(cached),
             uncached=len(sent),
-            max_cost_usd=sum(p.max_cost_usd for p in sent),
+            cost_usd=sum(p.estimated_cost_usd for p in sent),
+            already_committed_usd=self.store.committed(self.run_token),
         )
 
     def run(self, planned: list[Planned]) -> dict[str, Outcome]:
@@ -140,6 +159,8 @@ class Dispatcher:
         return result["r"]
 
     async def _run_all(self, planned: list[Planned]) -> dict[str, Outcome]:
+        self._in_flight = 0
+        self._settled = asyncio.Event()
         unique = {p.key: p for p in planned}
         progress = Progress(total=len(unique))
         limits: dict[str, asyncio.Semaphore] = {}
@@ -191,12 +212,35 @@ class Dispatcher:
         return outcome
 
     async def _call_within_budget(self, item: Planned) -> Outcome:
-        if self.budget_exhausted:
-            return _budget_outcome(item.key)
-        reservation = self.store.reserve(self.run_token, item.key, item.max_cost_usd, self.cap_usd)
+        reservation = await self._reserve(item)
         if reservation is None:
-            self.budget_exhausted = True
             return _budget_outcome(item.key)
+        try:
+            return await self._call(item, reservation)
+        finally:
+            self._in_flight -= 1
+            assert self._settled is not None
+            self._settled.set()
+
+    async def _reserve(self, item: Planned) -> int | None:
+        """Reserve the call's worst case. While calls of ours are in flight their settled
+        cost will usually be below what they reserved, so wait for them before giving up."""
+        while not self.budget_exhausted:
+            reservation = self.store.reserve(
+                self.run_token, item.key, item.max_cost_usd, self.cap_usd
+            )
+            if reservation is not None:
+                self._in_flight += 1
+                return reservation
+            if self._in_flight == 0:
+                self.budget_exhausted = True
+                break
+            assert self._settled is not None
+            self._settled.clear()
+            await self._settled.wait()
+        return None
+
+    async def _call(self, item: Planned, reservation: int) -> Outcome:
         attempts = 0
         while True:
             attempts += 1

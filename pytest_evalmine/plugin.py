@@ -265,6 +265,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def _write_reports(config: pytest.Config, evalsession: EvalSession) -> list[str]:
     from .report import summarize, write_run
+    from .session import models_hash, relative_to
     from .summary import terminal_lines
 
     lines: list[str] = []
@@ -276,19 +277,17 @@ def _write_reports(config: pytest.Config, evalsession: EvalSession) -> list[str]
     for suite_file, records in sorted(by_suite.items()):
         suite = evalsession.load(Path(suite_file))
         models = evalsession.models_for(suite)
-        from .session import models_hash
-
         summary = summarize(
             run_id=evalsession.run_id(suite),
             records=records,
             models=models,
             models_hash=models_hash(models),
             suite_name=suite.name,
-            suite_file=_relative(suite.path, Path(config.rootpath)),
+            suite_file=relative_to(suite.path, Path(config.rootpath)),
             suite_hash=suite.hash,
             cap_usd=evalsession.resolve_cap(),
             cap_source=evalsession.cap_source,
-            estimate_max_usd=evalsession.estimate.max_cost_usd if evalsession.estimate else None,
+            estimate_usd=evalsession.estimate.cost_usd if evalsession.estimate else None,
             record_mode=evalsession.record_mode,
             adapter_routing="fake (every model routed to the fake adapter)"
             if evalsession.settings.fake
@@ -297,15 +296,8 @@ def _write_reports(config: pytest.Config, evalsession: EvalSession) -> list[str]
             command=command,
         )
         run_dir = write_run(summary, report_root)
-        lines += terminal_lines(summary, _relative(run_dir / "report.md", Path(config.rootpath)))
+        lines += terminal_lines(summary, relative_to(run_dir / "report.md", Path(config.rootpath)))
     return lines
-
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(root.resolve()))
-    except ValueError:
-        return str(path)
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

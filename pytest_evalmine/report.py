@@ -41,7 +41,7 @@ class RunSummary:
     scores: list[ModelScore]
     cap_usd: float
     cap_source: str
-    estimate_max_usd: float | None
+    estimate_usd: float | None
     record_mode: str
     adapter_routing: str
     prices_pinned: str
@@ -89,7 +89,7 @@ class RunSummary:
             "cost": {
                 "cap_usd": self.cap_usd,
                 "cap_source": self.cap_source,
-                "estimate_max_usd": self.estimate_max_usd,
+                "estimate_usd": self.estimate_usd,
                 "spent_usd": self.spent_usd,
                 "if_uncached_usd": self.if_uncached_usd,
                 "prices_pinned": self.prices_pinned,

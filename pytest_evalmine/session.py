@@ -19,9 +19,10 @@ from .adapters.base import AdapterRegistry, Request, default_registry
 from .canonical import sha256_hex
 from .checks import check_answer
 from .dispatch import BUDGET, ERROR, OK, REPLAY_MISS, Dispatcher, Estimate, Outcome, Progress
-from .errors import EvalmineError, PriceError, RefusedError
+from .errors import EvalmineError, RefusedError
 from .options import HOME_ENV, cap_from
 from .prices import PriceTable, load_prices
+from .render import money
 from .records import FAILED, NOT_RUN_BUDGET, PASSED, AnswerRecord
 from .records import ERROR as ERROR_OUTCOME
 from .records import REPLAY_MISS as REPLAY_MISS_OUTCOME
@@ -135,7 +136,7 @@ class EvalSession:
     def load(self, path: Path) -> Suite:
         path = Path(path)
         if path not in self.suites:
-            self.suites[path] = load_suite(path)
+            self.suites[path] = load_suite(path, shown=relative_to(path, self.rootdir))
         return self.suites[path]
 
     def models_for(self, suite: Suite) -> list[str]:
@@ -199,16 +200,23 @@ class EvalSession:
         """Resolve every price and refuse (``RefusedError``) when the run could pass the cap."""
         try:
             planned = dispatcher.plan(spec.request() for spec in specs)
-        except PriceError as exc:
+        except EvalmineError as exc:  # an unpriced model, or a provider without an adapter
             raise RefusedError(f"refused before spending: {exc}") from None
         estimate = dispatcher.estimate(planned)
         self.estimate = estimate
-        if estimate.max_cost_usd > dispatcher.cap_usd:
+        available = dispatcher.cap_usd - estimate.already_committed_usd
+        if estimate.cost_usd > available:
+            committed = (
+                f" after {money(estimate.already_committed_usd)} already committed"
+                if estimate.already_committed_usd
+                else ""
+            )
             raise RefusedError(
                 f"refused before spending: the {estimate.uncached} uncached call(s) of this "
-                f"selection may cost up to ${estimate.max_cost_usd:.4f} (every answer at "
-                f"max_tokens), over the cap of ${dispatcher.cap_usd:.2f} "
-                f"(from {self.cap_source}); {estimate.cached} call(s) are cached. "
+                f"selection are estimated at {money(estimate.cost_usd)} (every answer at "
+                f"max_tokens), over the {money(available)} left of the cap of "
+                f"{money(dispatcher.cap_usd)} (from {self.cap_source}){committed}; "
+                f"{estimate.cached} call(s) are cached. "
                 "Raise the cap, lower max_tokens or select fewer items."
             )
         return estimate
@@ -264,6 +272,14 @@ class EvalSession:
     # identity -----------------------------------------------------------------------------
     def run_id(self, suite: Suite) -> str:
         return f"{self.run_token}-{suite.hash[:8]}-{models_hash(self.models_for(suite))[:8]}"
+
+
+def relative_to(path: Path, root: Path) -> str:
+    """``path`` relative to ``root`` when it lies inside it, else as given."""
+    try:
+        return str(Path(path).resolve().relative_to(Path(root).resolve()))
+    except ValueError:
+        return str(path)
 
 
 def spec_id(spec: ItemSpec) -> str:

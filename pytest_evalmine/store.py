@@ -170,6 +170,10 @@ class Store:
         ).fetchone()
         return float(row[0])
 
+    def committed(self, run_token: str) -> float:
+        """Spent plus still reserved in this run."""
+        return self._committed(self.connection, run_token)
+
     @staticmethod
     def _committed(db: sqlite3.Connection, run_token: str) -> float:
         row = db.execute(

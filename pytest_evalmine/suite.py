@@ -126,10 +126,12 @@ class Suite:
         )
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Load, validate and render a suite; every problem raises one ``SuiteError`` line."""
+def load_suite(path: str | Path, shown: str | None = None) -> Suite:
+    """Load, validate and render a suite; every problem raises one ``SuiteError`` line.
+
+    ``shown`` is how errors name the file (e.g. relative to the rootdir)."""
     path = Path(path)
-    shown = str(path)
+    shown = shown or str(path)
     document = _read_yaml(path, shown)
     _validate(document, shown)
     _inline_files(document, path.parent, shown)

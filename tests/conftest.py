@@ -1,0 +1,106 @@
+"""Shared helpers: a small suite, a call-counting adapter, and report readers."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SMALL_SUITE = """\
+version: 1
+suite: small
+models: [fake/alpha, fake/beta]
+defaults: {max_tokens: 64, temperature: 0}
+tasks:
+  - id: triage
+    kind: classify
+    prompt: "Classify: {{ message }}"
+    schema:
+      type: object
+      properties:
+        category: {enum: [billing, bug, other]}
+      required: [category]
+      additionalProperties: false
+    cases:
+      - {id: charged-twice, vars: {message: "I was charged twice"}}
+      - {id: login-loop, vars: {message: "The login page loops"}}
+  - id: polite
+    kind: rewrite
+    prompt: "Rewrite politely: {{ text }}"
+    cases:
+      - {id: refund-no, vars: {text: "No refunds. Read the policy."}}
+"""
+
+# A conftest for pytester runs: wraps the fake adapter and appends one line per real call to
+# calls.log, so call counts survive xdist workers and killed processes.
+COUNTING_CONFTEST = """\
+import os
+import pytest
+from pytest_evalmine.adapters.base import AdapterRegistry
+from pytest_evalmine.adapters.fake import FakeAdapter, FakeOptions
+
+LOG = os.path.join(os.path.dirname(__file__), "calls.log")
+
+
+class CountingAdapter(FakeAdapter):
+    async def complete(self, request):
+        with open(LOG, "a") as log:
+            log.write(request.model + " " + request.prompt.replace("\\n", " ") + "\\n")
+        return await super().complete(request)
+
+
+@pytest.fixture(scope="session")
+def evalmine_adapters():
+    latency = float(os.environ.get("TEST_FAKE_LATENCY", "0"))
+    registry = AdapterRegistry()
+    registry.register("fake", lambda: CountingAdapter(FakeOptions(latency_s=latency)))
+    return registry
+"""
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("EVALMINE_MAX_COST", "EVALMINE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def small_suite(pytester: pytest.Pytester) -> Path:
+    return pytester.makefile(".eval.yaml", small=SMALL_SUITE)
+
+
+@pytest.fixture
+def counting(pytester: pytest.Pytester) -> Path:
+    """Install the counting adapter; returns the path of its call log."""
+    pytester.makeconftest(COUNTING_CONFTEST)
+    return pytester.path / "calls.log"
+
+
+def call_count(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def write_suite(directory: Path, text: str, name: str = "suite.eval.yaml") -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def latest_report(root: Path, suite: str = "small") -> dict[str, Any]:
+    pointer = json.loads((root / "reports" / suite / "latest.json").read_text())
+    return json.loads((root / "reports" / suite / pointer["path"]).read_text())
+
+
+def latest_answers(root: Path, suite: str = "small") -> list[dict[str, Any]]:
+    pointer = json.loads((root / "reports" / suite / "latest.json").read_text())
+    run_dir = root / "reports" / suite / pointer["run_id"]
+    return [json.loads(line) for line in (run_dir / "answers.jsonl").read_text().splitlines()]
+
+
+def cached_keys(root: Path) -> set[str]:
+    with sqlite3.connect(root / ".evalmine" / "cache.sqlite") as db:
+        return {row[0] for row in db.execute("SELECT key FROM answers")}
