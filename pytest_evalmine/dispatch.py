@@ -14,8 +14,16 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .adapters.base import SCHEMA_PROMPTED, Adapter, AdapterError, AdapterRegistry, Request
-from .adapters.base import Response, Usage, cache_key
+from .adapters.base import (
+    SCHEMA_PROMPTED,
+    Adapter,
+    AdapterError,
+    AdapterRegistry,
+    Request,
+    Response,
+    Usage,
+    cache_key,
+)
 from .errors import EvalmineError
 from .prices import PriceRow, PriceTable
 from .store import Store, process_owner
@@ -288,9 +296,9 @@ class Dispatcher:
         """Another worker of this run holds the call: wait for its result, never pay twice."""
         while True:
             claim = self.store.claim_of(self.run_token, item.key)
-            if claim is None or (claim.status == "running" and self.store.claim(
-                self.run_token, item.key, self.owner
-            )):
+            if claim is None or (
+                claim.status == "running" and self.store.claim(self.run_token, item.key, self.owner)
+            ):
                 # The holder died mid-call: we now hold the claim and make the call ourselves.
                 return await self._one(item, asyncio.Semaphore(1))
             if claim.status != "running":

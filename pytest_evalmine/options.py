@@ -54,30 +54,57 @@ class Option:
 
 
 OPTIONS: tuple[Option, ...] = (
-    Option("models", "comma-separated model strings (provider/model); the first is the baseline",
-           metavar="M1,M2"),
+    Option(
+        "models",
+        "comma-separated model strings (provider/model); the first is the baseline",
+        metavar="M1,M2",
+    ),
     Option("baseline", "the baseline model when it is not the first of the list", metavar="MODEL"),
-    Option("fake", "route every model string to the deterministic fake adapter", kind="bool",
-           default=False),
-    Option("max_cost", f"cost cap in USD for this run (env {CAP_ENV}; suite limit; "
-           f"default {DEFAULT_CAP_USD:.2f})", kind="float", metavar="USD"),
-    Option("no_cache", "ignore cached answers (they are still written)", kind="bool",
-           default=False),
-    Option("record", "new: call on cache miss; all: call everything; none: replay only, a miss "
-           "fails the item", default="new", choices=("new", "all", "none")),
+    Option(
+        "fake",
+        "route every model string to the deterministic fake adapter",
+        kind="bool",
+        default=False,
+    ),
+    Option(
+        "max_cost",
+        f"cost cap in USD for this run (env {CAP_ENV}; suite limit; default {DEFAULT_CAP_USD:.2f})",
+        kind="float",
+        metavar="USD",
+    ),
+    Option(
+        "no_cache", "ignore cached answers (they are still written)", kind="bool", default=False
+    ),
+    Option(
+        "record",
+        "new: call on cache miss; all: call everything; none: replay only, a miss fails the item",
+        default="new",
+        choices=("new", "all", "none"),
+    ),
     Option("concurrency", "concurrent calls per provider", kind="int", default=8, metavar="N"),
-    Option("retries", "retries of a retryable provider error", kind="int", default=2,
-           metavar="N"),
-    Option("report_dir", "where run reports are written, relative to the rootdir",
-           default="reports", metavar="DIR"),
-    Option("prices", "extra price table YAML; its rows win over the shipped ones",
-           metavar="FILE"),
-    Option("fake_latency", "simulated latency of the fake adapter in seconds", kind="float",
-           default=0.0, metavar="S"),
-    Option("fake_fault", "inject a fault into the fake adapter: KIND[,model=M][,prompt=TEXT]"
-           "[,count=N] (repeatable)", kind="list", default=[], metavar="SPEC"),
-    Option("glob", "file name pattern of suite files (ini only)", default="*.eval.yaml",
-           cli=False),
+    Option("retries", "retries of a retryable provider error", kind="int", default=2, metavar="N"),
+    Option(
+        "report_dir",
+        "where run reports are written, relative to the rootdir",
+        default="reports",
+        metavar="DIR",
+    ),
+    Option("prices", "extra price table YAML; its rows win over the shipped ones", metavar="FILE"),
+    Option(
+        "fake_latency",
+        "simulated latency of the fake adapter in seconds",
+        kind="float",
+        default=0.0,
+        metavar="S",
+    ),
+    Option(
+        "fake_fault",
+        "inject a fault into the fake adapter: KIND[,model=M][,prompt=TEXT][,count=N] (repeatable)",
+        kind="list",
+        default=[],
+        metavar="SPEC",
+    ),
+    Option("glob", "file name pattern of suite files (ini only)", default="*.eval.yaml", cli=False),
 )
 
 

@@ -37,7 +37,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Called after options are parsed: registers the marker items carry."""
+    """Called after options are parsed: registers the marker items carry, and the reporter
+    whose hooks need this config."""
+    config.pluginmanager.register(Reporter(config), "evalmine-reporter")
     config.addinivalue_line(
         "markers",
         "evalmine(suite, task, kind, model, provider): a suite item; select with e.g. "
@@ -212,57 +214,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Called for each report on the process that prints (the xdist controller included)."""
-    data = getattr(report, RECORD_ATTRIBUTE, None)
-    if data is None:
-        return
-    from .records import AnswerRecord
-
-    config = report_config.get()
-    if config is not None:
-        eval_session(config).add_record(AnswerRecord.from_dict(data))
-
-
-class _ConfigHolder:
-    """``pytest_runtest_logreport`` gets no config; the session's config is kept here."""
-
-    def __init__(self) -> None:
-        self.value: pytest.Config | None = None
-
-    def get(self) -> pytest.Config | None:
-        return self.value
-
-
-report_config = _ConfigHolder()
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """Called before collection: remembers the config for report hooks that lack it."""
-    report_config.value = session.config
-
-
-def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Called after the last item (on workers and controller): writes reports once, on the
-    controller or the only process, and sets the evalmine exit codes."""
-    config = session.config
-    if not _is_active(config) or hasattr(config, "workerinput"):
-        return
-    evalsession = eval_session(config)
-    try:
-        summaries = _write_reports(config, evalsession)
-    except Exception as exc:  # a report failure must not hide the run's own outcome
-        config.stash[SUMMARY_KEY] = [f"evalmine: could not write reports: {exc}"]
-        return
-    finally:
-        evalsession.close()
-    config.stash[SUMMARY_KEY] = summaries
-    stopped = any(r.outcome == "not_run_budget" for r in evalsession.records)
-    if stopped and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-        session.exitstatus = exitcodes.STOPPED_OVER_BUDGET
-
-
 def _write_reports(config: pytest.Config, evalsession: EvalSession) -> list[str]:
     from .report import summarize, write_run
     from .session import models_hash, relative_to
@@ -300,14 +251,49 @@ def _write_reports(config: pytest.Config, evalsession: EvalSession) -> list[str]
     return lines
 
 
-def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """Called by the terminal reporter after session finish: prints the scorecard."""
-    lines = config.stash.get(SUMMARY_KEY, None)
-    if not lines:
-        return
-    terminalreporter.section("evalmine")
-    for line in lines:
-        terminalreporter.write_line(line)
+class Reporter:
+    """The hooks that need the run's config: one instance per config, so in-process pytest
+    runs (pytester) never see each other's records."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Called for each report on the process that prints (the xdist controller too)."""
+        data = getattr(report, RECORD_ATTRIBUTE, None)
+        if data is None:
+            return
+        from .records import AnswerRecord
+
+        eval_session(self.config).add_record(AnswerRecord.from_dict(data))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """Called after the last item, on workers and controller: writes the reports once (on
+        the controller or the only process) and sets the evalmine exit codes."""
+        config = self.config
+        if not _is_active(config) or hasattr(config, "workerinput"):
+            return
+        evalsession = eval_session(config)
+        try:
+            summaries = _write_reports(config, evalsession)
+        except Exception as exc:  # a report failure must not hide the run's own outcome
+            config.stash[SUMMARY_KEY] = [f"evalmine: could not write reports: {exc}"]
+            return
+        finally:
+            evalsession.close()
+        config.stash[SUMMARY_KEY] = summaries
+        stopped = any(r.outcome == "not_run_budget" for r in evalsession.records)
+        if stopped and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = exitcodes.STOPPED_OVER_BUDGET
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """Called by the terminal reporter after session finish: prints the scorecard."""
+        lines = self.config.stash.get(SUMMARY_KEY, None)
+        if not lines:
+            return
+        terminalreporter.section("evalmine")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 # xdist ------------------------------------------------------------------------------------

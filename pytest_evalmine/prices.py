@@ -6,6 +6,7 @@ A model without a row is an error before any call, never a cost of $0.
 from __future__ import annotations
 
 import fnmatch
+import math
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -95,6 +96,8 @@ def _parse(text: str, shown: str) -> PriceTable:
         raise PriceError(f"{shown}: not valid YAML: {exc}") from None
     if not isinstance(document, dict) or not isinstance(document.get("models"), list):
         raise PriceError(f"{shown}: a price table needs 'pinned' and a 'models' list")
+    if not document.get("pinned"):
+        raise PriceError(f"{shown}: 'pinned' (the date the prices were read) is missing")
     rows = []
     allowed = set(PriceRow.__dataclass_fields__)
     for index, raw in enumerate(document["models"]):
@@ -109,8 +112,8 @@ def _parse(text: str, shown: str) -> PriceTable:
                 raise PriceError(f"{where}: missing {required!r}")
         for rate in ("input", "output", "cached_input", "cache_write"):
             value = raw.get(rate)
-            if value is not None and (not isinstance(value, (int, float)) or value < 0):
-                raise PriceError(f"{where}.{rate}: a price is a number >= 0")
+            if value is not None and not _is_price(value):
+                raise PriceError(f"{where}.{rate}: a price is a finite number >= 0")
         rows.append(
             PriceRow(
                 model=str(raw["model"]),
@@ -123,7 +126,16 @@ def _parse(text: str, shown: str) -> PriceTable:
                 note=str(raw.get("note", "")),
             )
         )
-    return PriceTable(pinned=str(document.get("pinned", "unknown")), rows=tuple(rows))
+    return PriceTable(pinned=str(document["pinned"]), rows=tuple(rows))
+
+
+def _is_price(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
 
 
 def _optional_float(value: Any) -> float | None:

@@ -53,9 +53,12 @@ def scorecard_rows(scores: Sequence[ModelScore]) -> list[tuple[str, ...]]:
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows)]
-    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip()
+    line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
     lines = [line, "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    lines += [
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
     return lines
 
 

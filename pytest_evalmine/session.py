@@ -22,10 +22,10 @@ from .dispatch import BUDGET, ERROR, OK, REPLAY_MISS, Dispatcher, Estimate, Outc
 from .errors import EvalmineError, RefusedError
 from .options import HOME_ENV, cap_from
 from .prices import PriceTable, load_prices
-from .render import money
-from .records import FAILED, NOT_RUN_BUDGET, PASSED, AnswerRecord
 from .records import ERROR as ERROR_OUTCOME
+from .records import FAILED, NOT_RUN_BUDGET, PASSED, AnswerRecord
 from .records import REPLAY_MISS as REPLAY_MISS_OUTCOME
+from .render import money
 from .store import Store
 from .suite import Case, Suite, Task, load_suite
 
@@ -119,7 +119,7 @@ class EvalSession:
         return str(self.settings.record)
 
     def default_registry(self) -> AdapterRegistry:
-        from .adapters.fake import Fault, FakeOptions
+        from .adapters.fake import FakeOptions, Fault
 
         try:
             faults = [Fault.parse(spec) for spec in self.settings.fake_fault]
@@ -224,7 +224,7 @@ class EvalSession:
     def dispatch(self, dispatcher: Dispatcher, specs: list[ItemSpec]) -> dict[str, Outcome]:
         planned = dispatcher.plan(spec.request() for spec in specs)
         outcomes = dispatcher.run(planned)
-        for spec, plan in zip(specs, planned):
+        for spec, plan in zip(specs, planned, strict=True):
             self.outcomes[spec_id(spec)] = outcomes[plan.key]
         return self.outcomes
 

@@ -133,9 +133,10 @@ def load_suite(path: str | Path, shown: str | None = None) -> Suite:
     path = Path(path)
     shown = shown or str(path)
     document = _read_yaml(path, shown)
+    # Before validation, whose messages quote values: a pasted key must never be echoed.
+    _refuse_api_keys(document, shown, "$")
     _validate(document, shown)
     _inline_files(document, path.parent, shown)
-    _refuse_api_keys(document, shown, "$")
     return _build(document, path, shown)
 
 
@@ -152,10 +153,7 @@ def suite_hash(document: dict[str, Any]) -> str:
 def _read_yaml(path: Path, shown: str) -> dict[str, Any]:
     import yaml
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SuiteError(shown, "", f"cannot read: {exc.strerror or exc}") from None
+    text = _read_text(path, shown)
     try:
         document = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
@@ -163,10 +161,19 @@ def _read_yaml(path: Path, shown: str) -> dict[str, Any]:
         where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "unknown place"
         raise SuiteError(shown, "", f"not valid YAML at {where}: {exc.problem}") from None
     except yaml.YAMLError as exc:
-        raise SuiteError(shown, "", f"not valid YAML: {exc}") from None
+        raise SuiteError(shown, "", f"not valid YAML: {_one_line(exc)}") from None
     if not isinstance(document, dict):
         raise SuiteError(shown, "$", "a suite must be a mapping with version, suite and tasks")
     return document
+
+
+def _read_text(path: Path, shown: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SuiteError(shown, "", f"cannot read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SuiteError(shown, "", f"not UTF-8 text (byte {exc.start})") from None
 
 
 _VALIDATORS: dict[str, Any] = {}
@@ -232,7 +239,9 @@ def _inline_files(document: dict[str, Any], base: Path, shown: str) -> None:
             try:
                 task["schema"] = json.loads(target.read_text(encoding="utf-8"))
             except (OSError, ValueError) as exc:
-                raise SuiteError(shown, f"{where}.schema_path", f"cannot read JSON: {exc}") from None
+                raise SuiteError(
+                    shown, f"{where}.schema_path", f"cannot read JSON: {exc}"
+                ) from None
             del task["schema_path"]
         if "cases_path" in task:
             target = _resolve(base, task["cases_path"], shown, f"{where}.cases_path")
@@ -254,34 +263,47 @@ def _resolve(base: Path, relative: str, shown: str, where: str) -> Path:
 
 
 def _read_cases_jsonl(target: Path, shown: str, where: str) -> list[dict[str, Any]]:
-    cases: list[dict[str, Any]] = []
-    for number, line in enumerate(target.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            case = json.loads(line)
-        except ValueError as exc:
-            raise SuiteError(f"{target}", f"line {number}", f"not valid JSON: {exc}") from None
-        _validate(case, str(target), "case", root=f"line {number}")
-        cases.append(case)
+    cases = [case for _, case in _read_entries(target, "case")]
     if not cases:
         raise SuiteError(shown, where, f"{target.name} holds no cases")
     return cases
 
 
 def _read_labels(target: Path, shown: str) -> list[dict[str, Any]]:
+    return [label for _, label in _read_entries(target, "label")]
+
+
+def _read_entries(target: Path, definition: str) -> list[tuple[str, Any]]:
+    """Entries of a JSONL file (one per line) or a YAML list, each checked where it stands,
+    so errors name that file and line or index rather than the suite."""
     import yaml
 
-    text = target.read_text(encoding="utf-8")
+    shown = str(target)
+    text = _read_text(target, shown)
+    entries: list[tuple[str, Any]] = []
     if target.suffix == ".jsonl":
-        labels = [json.loads(line) for line in text.splitlines() if line.strip()]
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                try:
+                    entries.append((f"line {number}", json.loads(line)))
+                except ValueError as exc:
+                    raise SuiteError(shown, f"line {number}", f"not valid JSON: {exc}") from None
     else:
-        labels = yaml.safe_load(text) or []
-    if not isinstance(labels, list):
-        raise SuiteError(str(target), "$", "a labels file holds a list of labels")
-    for index, label in enumerate(labels):
-        _validate(label, str(target), "label", root=f"$[{index}]")
-    return labels
+        try:
+            loaded = yaml.safe_load(text) or []
+        except yaml.YAMLError as exc:
+            raise SuiteError(shown, "", f"not valid YAML: {_one_line(exc)}") from None
+        if not isinstance(loaded, list):
+            raise SuiteError(shown, "$", f"a {definition}s file holds a list of {definition}s")
+        entries = [(f"$[{index}]", entry) for index, entry in enumerate(loaded)]
+    for where, entry in entries:
+        _refuse_api_keys(entry, shown, where)
+        _validate(entry, shown, definition, root=where)
+    return entries
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())
 
 
 def _check_task_schema(schema: dict[str, Any], shown: str, where: str) -> None:
@@ -299,7 +321,9 @@ def _refuse_api_keys(value: Any, shown: str, where: str) -> None:
         for provider, pattern in API_KEY_PATTERNS:
             if pattern.search(value):
                 raise SuiteError(
-                    shown, where, f"looks like a {provider} API key; keys belong in the environment"
+                    shown,
+                    where,
+                    f"looks like an API key ({provider} format); keys belong in the environment",
                 )
     elif isinstance(value, dict):
         for key, item in value.items():

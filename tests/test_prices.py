@@ -337,9 +337,9 @@ def test_malformed_user_table_raises_naming_the_file(
     ],
     ids=["missing-pinned", "boolean-price", "nan-price"],
 )
-def test_user_table_holes_the_parser_lets_through(tmp_path: Path, text: str) -> None:
-    """Bug: the parser's own message says a table needs 'pinned' and a price is a number
-    >= 0, yet these tables load (a NaN price makes every cost NaN)."""
+def test_user_table_needs_pinned_and_finite_numeric_prices(tmp_path: Path, text: str) -> None:
+    """These once loaded: a table without 'pinned', ``true`` as a price, and a NaN price
+    (which makes every cost NaN)."""
     path = write_table(tmp_path, text)
     with pytest.raises(PriceError, match=re.escape(str(path))):
         load_prices(path)

@@ -220,7 +220,11 @@ def test_report_files(pytester: pytest.Pytester, small_suite: Path) -> None:
     assert latest.is_file() and not latest.is_symlink()
     pointer = json.loads(latest.read_text())
     run_dir = suite_dir / pointer["run_id"]
-    assert sorted(p.name for p in run_dir.iterdir()) == ["answers.jsonl", "report.json", "report.md"]
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "answers.jsonl",
+        "report.json",
+        "report.md",
+    ]
     assert not [p for p in suite_dir.rglob(".*")], "no temporary files left behind"
     report = json.loads((run_dir / "report.json").read_text())
     suite_hash = report["suite"]["hash"]
@@ -247,7 +251,15 @@ def test_interrupted_run_resumes_without_paying_twice(
     pytester: pytest.Pytester, small_suite: Path, counting: Path
 ) -> None:
     env = {**os.environ, "TEST_FAKE_LATENCY": "0.3"}
-    command = [sys.executable, "-m", "pytest", FAKE, "--evalmine-concurrency=1", "-p", "no:cacheprovider"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        FAKE,
+        "--evalmine-concurrency=1",
+        "-p",
+        "no:cacheprovider",
+    ]
     process = subprocess.Popen(
         command, cwd=pytester.path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

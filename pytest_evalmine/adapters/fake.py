@@ -27,11 +27,42 @@ FAULT_KINDS = (
     "empty_answer",
 )
 
-_WORDS = (
-    "account billing customer request refund invoice order team update support issue "
-    "payment access settings error limit plan workspace export report ticket review "
-    "policy reply detail change week message problem option answer system user data"
-).split()
+_WORDS = [
+    "account",
+    "billing",
+    "customer",
+    "request",
+    "refund",
+    "invoice",
+    "order",
+    "team",
+    "update",
+    "support",
+    "issue",
+    "payment",
+    "access",
+    "settings",
+    "error",
+    "limit",
+    "plan",
+    "workspace",
+    "export",
+    "report",
+    "ticket",
+    "review",
+    "policy",
+    "reply",
+    "detail",
+    "change",
+    "week",
+    "message",
+    "problem",
+    "option",
+    "answer",
+    "system",
+    "user",
+    "data",
+]
 _OPENERS = (
     "Thanks for reaching out",
     "Here is what happened",
@@ -145,8 +176,7 @@ class FakeAdapter:
             return '{"answer": "cut off mid'
         rng = random.Random(int(sha256_hex(request.key_fields())[:16], 16))
         if fault == "schema_violation":
-            wrong = "not the expected shape" if _type_of(request.schema) == "object" else {}
-            return json.dumps(wrong)
+            return json.dumps(_violation(request.schema))
         if request.schema is not None:
             return json.dumps(_instance(request.schema, rng, request.schema), ensure_ascii=False)
         return _prose(rng)
@@ -164,11 +194,13 @@ def _prose(rng: random.Random) -> str:
     return " ".join(sentences)
 
 
-def _type_of(schema: dict[str, Any] | None) -> str | None:
-    if not schema:
-        return None
-    kind = schema.get("type")
-    return kind[0] if isinstance(kind, list) else kind
+def _violation(schema: dict[str, Any] | None) -> Any:
+    """The first of a few unlike values that the schema rejects."""
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(schema or {"type": "object", "required": ["answer"]})
+    candidates: list[Any] = ["not the expected shape", {}, [], -123456789, None, True, 0.5]
+    return next((c for c in candidates if not validator.is_valid(c)), {"unexpected": True})
 
 
 def _instance(schema: dict[str, Any], rng: random.Random, root: dict[str, Any]) -> Any:
@@ -197,21 +229,37 @@ def _instance(schema: dict[str, Any], rng: random.Random, root: dict[str, Any]) 
         properties = schema.get("properties", {})
         return {name: _instance(sub, rng, root) for name, sub in properties.items()}
     if kind == "array":
-        low = schema.get("minItems", 1)
-        high = max(low, min(schema.get("maxItems", 3), low + 2))
+        fewest = schema.get("minItems", 1)
+        most = schema.get("maxItems", max(fewest, 3))
+        low = min(fewest, most)
+        high = max(low, min(most, low + 2))
         items = schema.get("items", {"type": "string"})
         return [_instance(items, rng, root) for _ in range(rng.randint(low, high))]
-    if kind == "integer":
-        low = int(schema.get("minimum", 0))
-        return rng.randint(low, int(schema.get("maximum", low + 100)))
-    if kind == "number":
-        low = float(schema.get("minimum", 0))
-        return round(rng.uniform(low, float(schema.get("maximum", low + 100))), 2)
+    if kind in ("integer", "number"):
+        return _number(schema, rng, integer=kind == "integer")
     if kind == "boolean":
         return rng.random() < 0.5
     if kind == "null":
         return None
     return _string(schema, rng)
+
+
+def _number(schema: dict[str, Any], rng: random.Random, *, integer: bool) -> float | int:
+    low = schema.get("minimum")
+    high = schema.get("maximum")
+    if "exclusiveMinimum" in schema:
+        low = schema["exclusiveMinimum"] + (1 if integer else 1e-6)
+    if "exclusiveMaximum" in schema:
+        high = schema["exclusiveMaximum"] - (1 if integer else 1e-6)
+    if low is None:
+        low = 0 if high is None or high >= 0 else high - 100
+    if high is None:
+        high = low + 100
+    if integer:
+        return rng.randint(math.ceil(low), math.floor(high))
+    value = rng.uniform(low, high)
+    rounded = round(value, 2)
+    return rounded if low <= rounded <= high else value
 
 
 def _string(schema: dict[str, Any], rng: random.Random) -> str:

@@ -1,0 +1,252 @@
+"""The dispatcher and its SQLite store, driven directly (no pytest plugin in the way)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import multiprocessing
+import sqlite3
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from pytest_evalmine.adapters.base import (
+    AdapterError,
+    AdapterRegistry,
+    Request,
+    Response,
+    Usage,
+    cache_key,
+)
+from pytest_evalmine.adapters.fake import FakeAdapter
+from pytest_evalmine.dispatch import BUDGET, ERROR, OK, Dispatcher
+from pytest_evalmine.prices import load_prices
+from pytest_evalmine.store import Store
+
+
+@dataclass
+class Probe:
+    """An adapter that records concurrency and can fail on demand."""
+
+    name: str = "fake"
+    version: str = "1"
+    latency_s: float = 0.01
+    failures: list[AdapterError] = field(default_factory=list)
+    crash: bool = False
+    calls: list[str] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def schema_mode(self, request: Request) -> str | None:
+        return None
+
+    async def complete(self, request: Request) -> Response:
+        with self.lock:
+            self.calls.append(request.prompt)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await asyncio.sleep(self.latency_s)
+            if self.crash:
+                raise ZeroDivisionError("adapter bug")
+            if self.failures:
+                raise self.failures.pop(0)
+            tokens = len(request.prompt.encode()) // 2
+            return Response(
+                text=f"answer to {request.prompt}",
+                usage=Usage(input_tokens=tokens, output_tokens=request.max_tokens // 2),
+                latency_s=self.latency_s,
+            )
+        finally:
+            with self.lock:
+                self.in_flight -= 1
+
+    async def aclose(self) -> None:
+        return None
+
+
+def make_dispatcher(
+    tmp_path: Path, adapter: object, *, cap: float = 10.0, run_token: str = "run", **kwargs: object
+) -> Dispatcher:
+    registry = AdapterRegistry()
+    for provider in ("fake", "other"):
+        registry.register(provider, lambda: adapter)
+    return Dispatcher(
+        registry=registry,
+        store=Store(tmp_path / "cache.sqlite"),
+        prices=load_prices(),
+        run_token=run_token,
+        cap_usd=cap,
+        backoff_s=0.0,
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+def requests(count: int, model: str = "fake/a", max_tokens: int = 100) -> list[Request]:
+    return [
+        Request(model=model, prompt=f"question {i}", max_tokens=max_tokens) for i in range(count)
+    ]
+
+
+def test_concurrency_is_bounded_per_provider(tmp_path: Path) -> None:
+    probe = Probe(latency_s=0.02)
+    dispatcher = make_dispatcher(tmp_path, probe, concurrency=3)
+    outcomes = dispatcher.run(dispatcher.plan(requests(20)))
+    assert {o.status for o in outcomes.values()} == {OK}
+    assert probe.max_in_flight == 3
+    assert len(probe.calls) == 20
+
+
+def test_duplicate_requests_are_sent_once(tmp_path: Path) -> None:
+    probe = Probe()
+    dispatcher = make_dispatcher(tmp_path, probe)
+    planned = dispatcher.plan(requests(3) + requests(3))
+    assert len(dispatcher.run(planned)) == 3
+    assert len(probe.calls) == 3
+
+
+def test_cap_is_never_overshot_under_concurrency(tmp_path: Path) -> None:
+    probe = Probe(latency_s=0.005)
+    cap = 0.002
+    dispatcher = make_dispatcher(tmp_path, probe, cap=cap, concurrency=32)
+    outcomes = dispatcher.run(dispatcher.plan(requests(200, max_tokens=400)))
+    statuses = [o.status for o in outcomes.values()]
+    assert statuses.count(BUDGET) > 0 and statuses.count(OK) > 0
+    spent = sum(o.cost_usd for o in outcomes.values())
+    assert spent <= cap
+    assert dispatcher.store.spent("run") == pytest.approx(spent)
+    assert len(probe.calls) == statuses.count(OK)
+    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+        open_reservations = db.execute(
+            "SELECT COUNT(*) FROM ledger WHERE state = 'reserved'"
+        ).fetchone()[0]
+    assert open_reservations == 0
+
+
+def test_retryable_errors_are_retried_and_others_are_not(tmp_path: Path) -> None:
+    probe = Probe(
+        failures=[AdapterError("rate_limit", "slow down", retryable=True, retry_after_s=0)]
+    )
+    dispatcher = make_dispatcher(tmp_path, probe)
+    outcome = next(iter(dispatcher.run(dispatcher.plan(requests(1))).values()))
+    assert outcome.status == OK and outcome.attempts == 2
+
+    probe = Probe(failures=[AdapterError("auth", "bad key", retryable=False, status=401)])
+    dispatcher = make_dispatcher(tmp_path / "b", probe)
+    outcome = next(iter(dispatcher.run(dispatcher.plan(requests(1))).values()))
+    assert outcome.status == ERROR and outcome.attempts == 1
+    assert outcome.error is not None and outcome.error.startswith("auth: bad key")
+    assert not dispatcher.store.has(outcome.key)
+    assert dispatcher.store.committed("run") == 0, "a failed call's reservation is released"
+
+
+def test_an_adapter_bug_becomes_an_error_outcome(tmp_path: Path) -> None:
+    dispatcher = make_dispatcher(tmp_path, Probe(crash=True))
+    outcome = next(iter(dispatcher.run(dispatcher.plan(requests(1))).values()))
+    assert outcome.status == ERROR
+    assert outcome.error_kind == "adapter_crash" and "ZeroDivisionError" in (outcome.error or "")
+
+
+def test_two_processes_of_one_run_never_pay_twice(tmp_path: Path) -> None:
+    probe = Probe(latency_s=0.01)
+    first = make_dispatcher(tmp_path, probe, owner="host:1")
+    second = make_dispatcher(tmp_path, probe, owner="host:2")
+    batch = requests(40)
+    results: dict[str, dict] = {}
+
+    def run(name: str, dispatcher: Dispatcher) -> None:
+        results[name] = dispatcher.run(dispatcher.plan(batch))
+
+    threads = [threading.Thread(target=run, args=(n, d)) for n, d in (("a", first), ("b", second))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(probe.calls) == sorted(r.prompt for r in batch)
+    for name in ("a", "b"):
+        assert {o.status for o in results[name].values()} == {OK}
+    paid = {k for k, o in results["a"].items() if o.cost_usd} | {
+        k for k, o in results["b"].items() if o.cost_usd
+    }
+    assert len(paid) == 40
+    total = sum(o.cost_usd for o in results["a"].values())
+    assert total == pytest.approx(sum(o.cost_usd for o in results["b"].values()))
+
+
+def test_cache_key_is_the_documented_hash(tmp_path: Path) -> None:
+    adapter = FakeAdapter()
+    request = Request(model="fake/a", prompt="hi", system="be brief", max_tokens=10, stop=("x",))
+    documented = {
+        "provider": "fake",
+        "adapter_version": "1",
+        "model": "fake/a",
+        "system": "be brief",
+        "prompt": "hi",
+        "params": {"max_tokens": 10, "temperature": None, "top_p": None, "stop": ["x"]},
+        "schema": None,
+        "schema_mode": None,
+        "repeat": 0,
+    }
+    canonical = json.dumps(documented, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert cache_key(adapter, request) == hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"model": "fake/b"},
+        {"prompt": "hi!"},
+        {"system": "be long"},
+        {"max_tokens": 11},
+        {"temperature": 0.0},
+        {"top_p": 0.5},
+        {"stop": ("y",)},
+        {"schema": {"type": "object"}},
+        {"repeat": 1},
+    ],
+)
+def test_cache_key_changes_with_everything_that_changes_an_answer(change: dict) -> None:
+    base = dict(model="fake/a", prompt="hi", system="be brief", max_tokens=10)
+    adapter = FakeAdapter()
+    assert cache_key(adapter, Request(**base)) != cache_key(adapter, Request(**{**base, **change}))
+
+
+def test_cache_key_ignores_the_timeout() -> None:
+    adapter = FakeAdapter()
+    assert cache_key(adapter, Request("fake/a", "hi", timeout_s=5)) == cache_key(
+        adapter, Request("fake/a", "hi", timeout_s=500)
+    )
+
+
+def _write_many(path: str, worker: int) -> None:
+    store = Store(path)
+    response = Response(text="x", usage=Usage(1, 1), latency_s=0.0)
+    for i in range(150):
+        store.record_paid_answer(
+            key=f"{worker}-{i}",
+            provider="fake",
+            model="fake/a",
+            response=response,
+            cost_usd=0.0,
+            reservation=None,
+        )
+    store.close()
+
+
+def test_store_is_wal_and_safe_with_two_writing_processes(tmp_path: Path) -> None:
+    path = str(tmp_path / "cache.sqlite")
+    Store(path).connection.close()
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_write_many, args=(path, w)) for w in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(60)
+    assert [p.exitcode for p in processes] == [0, 0]
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("SELECT COUNT(*) FROM answers").fetchone()[0] == 300

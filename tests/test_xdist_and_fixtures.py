@@ -1,0 +1,121 @@
+"""xdist equality, and the fixtures as a user's conftest.py and plain tests use them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .conftest import call_count, latest_answers, latest_report
+
+# Fields that legitimately differ between two runs of the same requests.
+RUN_SPECIFIC = {"latency_s", "cached", "cost_usd", "attempts"}
+
+
+def _stable(answers: list[dict]) -> list[dict]:
+    return [{k: v for k, v in a.items() if k not in RUN_SPECIFIC} for a in answers]
+
+
+def test_xdist_makes_the_same_calls_and_writes_the_same_answers(
+    pytester: pytest.Pytester, small_suite: Path, counting: Path
+) -> None:
+    serial = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    serial.assert_outcomes(passed=6)
+    serial_calls = call_count(counting)
+    serial_answers = latest_answers(pytester.path)
+    serial_report = latest_report(pytester.path)
+
+    counting.unlink()
+    parallel = pytester.runpytest_subprocess(
+        "-n", "2", "--evalmine-no-cache", "-p", "no:cacheprovider"
+    )
+    parallel.assert_outcomes(passed=6)
+    assert call_count(counting) == serial_calls == 6
+    parallel_report = latest_report(pytester.path)
+    assert parallel_report["run_id"] != serial_report["run_id"]
+    assert _stable(latest_answers(pytester.path)) == _stable(serial_answers)
+    assert parallel_report["calls"] == serial_report["calls"] == {"made": 6, "cached": 0}
+    assert parallel_report["cost"]["spent_usd"] == pytest.approx(serial_report["cost"]["spent_usd"])
+
+
+def test_xdist_refuses_over_cap_before_workers_spend(
+    pytester: pytest.Pytester, small_suite: Path, counting: Path
+) -> None:
+    result = pytester.runpytest_subprocess("-n", "2", "--evalmine-max-cost=0.0001")
+    assert result.ret == 10
+    assert call_count(counting) == 0
+
+
+def test_conftest_can_evaluate_its_own_application(pytester: pytest.Pytester) -> None:
+    pytester.makefile(
+        ".eval.yaml",
+        app="""
+        version: 1
+        suite: app
+        models: [app/v1, app/v2]
+        tasks:
+          - id: shout
+            kind: rewrite
+            prompt: "{{ text }}"
+            cases:
+              - {id: one, vars: {text: hello}}
+              - {id: two, vars: {text: bye}}
+        """,
+    )
+    pytester.makefile(
+        ".yaml",
+        prices="""
+        pinned: "2026-11-30"
+        models:
+          - {model: app/*, input: 0, output: 0, source: internal, read: "2026-11-30"}
+        """,
+    )
+    pytester.makeconftest(
+        """
+        import pytest
+        from pytest_evalmine.adapters.base import AdapterRegistry, Response, Usage
+
+        class MyApp:
+            name = "my-app"
+            version = "1"
+            def schema_mode(self, request):
+                return None
+            async def complete(self, request):
+                text = request.prompt.upper() if request.model.endswith("v2") else ""
+                return Response(text=text, usage=Usage(), latency_s=0.0)
+            async def aclose(self):
+                pass
+
+        @pytest.fixture(scope="session")
+        def evalmine_adapters():
+            registry = AdapterRegistry()
+            registry.register("app", MyApp)
+            return registry
+        """
+    )
+    result = pytester.runpytest("--evalmine-prices=prices.yaml", "-v")
+    result.assert_outcomes(passed=2, failed=2)
+    answers = {(a["case"], a["model"]): a for a in latest_answers(pytester.path, "app")}
+    assert answers[("one", "app/v2")]["text"] == "HELLO"
+    assert answers[("two", "app/v1")]["outcome"] == "failed"
+    assert latest_report(pytester.path, "app")["cost"]["spent_usd"] == 0
+
+
+def test_plain_tests_call_models_through_cache_and_budget(
+    pytester: pytest.Pytester, counting: Path
+) -> None:
+    pytester.makepyfile(
+        """
+        def test_summary_mentions_refund(evalmine, evalmine_cost_limit):
+            assert evalmine_cost_limit == 2.0
+            first = evalmine.complete("fake/alpha", "Summarise the refund policy", max_tokens=50)
+            again = evalmine.complete("fake/alpha", "Summarise the refund policy", max_tokens=50)
+            assert first.text == again.text and first.text
+            assert [o.cached for o in evalmine.outcomes] == [False, True]
+            assert evalmine.outcomes[0].cost_usd > 0 and evalmine.outcomes[1].cost_usd == 0
+        """
+    )
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert call_count(counting) == 1
+    pytester.runpytest().assert_outcomes(failed=1)  # the first call is now cached too
+    assert call_count(counting) == 1
