@@ -52,7 +52,7 @@ def scorecard_rows(scores: Sequence[ModelScore]) -> list[tuple[str, ...]]:
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows)]
+    widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows, strict=True)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
     lines = [line, "  ".join("-" * w for w in widths)]
     lines += [
