@@ -8,6 +8,7 @@ suite file is collected. Every hook delegates to one ``EvalSession`` kept in ``c
 from __future__ import annotations
 
 import fnmatch
+import os
 import shlex
 import time
 from collections.abc import Generator
@@ -137,10 +138,6 @@ def evalmine_answers(
         pytest.exit(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None and getattr(reporter, "currentfspath", None) is not None:
-        # The progress line took over the current line: make pytest print the path again.
-        reporter.currentfspath = None
     return outcomes
 
 
@@ -174,11 +171,14 @@ ITEM_RECORD_KEY = pytest.StashKey[Any]()
 
 
 def _progress_printer(config: pytest.Config) -> Any:
+    """One live line while dispatching. Dispatch runs inside the first item's setup, where
+    output is captured, so the line is written with capture suspended."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     capture = config.pluginmanager.get_plugin("capturemanager")
     if reporter is None or capture is None or hasattr(config, "workerinput"):
         return None
     last = [0.0]
+    path_prefix: list[Any] = []
 
     def show(progress: Progress) -> None:
         finished = progress.done == progress.total
@@ -186,20 +186,31 @@ def _progress_printer(config: pytest.Config) -> Any:
         if not finished and (now - last[0] < 0.1 or not reporter.isatty()):
             return
         last[0] = now
+        if not path_prefix:
+            path_prefix.append(reporter.currentfspath)
         line = (
             f"evalmine: {progress.done}/{progress.total} answers, {progress.cached} cached, "
             f"${progress.spent_usd:.4f} spent"
         )
-        # Dispatch runs inside the first item's setup, where output is captured.
         with capture.global_and_fixture_disabled():
             if reporter.isatty():
                 reporter.rewrite(line, erase=True)
-                if finished:
-                    reporter.write_line("")
-            else:
-                reporter.write_line(line)
+            if finished:
+                if reporter.isatty():
+                    reporter.ensure_newline()
+                else:
+                    reporter.write_line(line)
+                _restore_path_prefix(reporter, path_prefix[0])
 
     return show
+
+
+def _restore_path_prefix(reporter: Any, path: Any) -> None:
+    """In the default layout pytest writes a file's path only when its first item starts;
+    our line ended that line, so write the path again for the result letters to follow."""
+    if isinstance(path, Path) and reporter.currentfspath is None:
+        reporter.write(os.path.relpath(path, reporter.startpath) + " ")
+        reporter.currentfspath = path
 
 
 # reporting --------------------------------------------------------------------------------

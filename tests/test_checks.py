@@ -224,3 +224,7 @@ def test_check_result_all_passed() -> None:
 def test_empty_check_result_passes() -> None:
     assert CheckResult(()).passed
     assert CheckResult(()).status("answer") is None
+
+
+def test_fenced_block_with_windows_line_endings_is_found() -> None:
+    assert parse_json_answer('Here:\r\n```json\r\n{"a": 1}\r\n```') == {"a": 1}

@@ -22,7 +22,11 @@ FAKE = "--evalmine-fake"
 def test_first_run_pays_second_run_replays_at_zero(
     pytester: pytest.Pytester, small_suite: Path, counting: Path
 ) -> None:
-    pytester.runpytest(FAKE).assert_outcomes(passed=6)
+    result = pytester.runpytest(FAKE)
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(
+        ["small.eval.yaml ", "evalmine: 6/6 answers, 0 cached, $0.0* spent", "small.eval.yaml ...*"]
+    )
     first = latest_report(pytester.path)
     assert call_count(counting) == 6
     assert first["calls"] == {"made": 6, "cached": 0}
