@@ -19,8 +19,8 @@ HEADERS = (
 
 
 def money(value: float) -> str:
-    """Dollars with four decimals, six below a cent (fake and small runs cost fractions)."""
-    return f"${value:.4f}" if value == 0 or abs(value) >= 0.01 else f"${value:.6f}"
+    """Dollars with four decimals, six below a tenth of a cent (tiny runs cost fractions)."""
+    return f"${value:.4f}" if value == 0 or abs(value) >= 0.001 else f"${value:.6f}"
 
 
 def _rate(rate: Rate) -> str:
