@@ -194,6 +194,11 @@ class Dispatcher:
         if self.record != "all":
             hit = self.store.get(item.key)
             if hit is not None:
+                claim = self.store.claim_of(self.run_token, item.key)
+                if claim is not None and claim.owner != self.owner:
+                    # Paid in this very run by another worker: report it as paid, exactly
+                    # as a single process would.
+                    return await self._wait_for_other_process(item)
                 return Outcome(
                     item.key, OK, hit.response, cached=True, cost_if_uncached_usd=hit.cost_usd
                 )

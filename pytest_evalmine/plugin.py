@@ -19,6 +19,7 @@ import pytest
 
 from . import exitcodes
 from .options import add_options, resolve
+from .runtoken import new_run_token
 
 if TYPE_CHECKING:
     from .adapters.base import AdapterRegistry
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from .session import EvalSession
 
 SESSION_KEY = pytest.StashKey["EvalSession"]()
+TOKEN_KEY = pytest.StashKey[str]()
 SUMMARY_KEY = pytest.StashKey[list]()
 RECORD_ATTRIBUTE = "evalmine_record"
 SUITE_SUFFIXES = (".yaml", ".yml")
@@ -40,6 +42,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Called after options are parsed: registers the marker items carry, and the reporter
     whose hooks need this config."""
+    if config.getoption("evalmine_no_cache") and config.getoption("evalmine_record") == "none":
+        raise pytest.UsageError("--evalmine-no-cache contradicts --evalmine-record=none")
+    for spec in config.getoption("evalmine_fake_fault") or []:
+        from .adapters.fake import Fault
+
+        try:
+            Fault.parse(spec)
+        except ValueError as exc:
+            raise pytest.UsageError(f"--evalmine-fake-fault={spec}: {exc}") from None
     config.pluginmanager.register(Reporter(config), "evalmine-reporter")
     config.addinivalue_line(
         "markers",
@@ -52,17 +63,25 @@ def eval_session(config: pytest.Config) -> EvalSession:
     """The run's session object, created on first use (so plain test runs never build it)."""
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
-        from .session import EvalSession, Settings, new_run_token
+        from .session import EvalSession, Settings
 
         settings = Settings(resolve(config.getoption, config.getini))
-        workerinput = getattr(config, "workerinput", {})
         session = EvalSession(
-            settings=settings,
-            rootdir=Path(config.rootpath),
-            run_token=workerinput.get("evalmine_run_token") or new_run_token(),
+            settings=settings, rootdir=Path(config.rootpath), run_token=_run_token(config)
         )
         config.stash[SESSION_KEY] = session
     return session
+
+
+def _run_token(config: pytest.Config) -> str:
+    """The session's run token: the controller's for an xdist worker, so that the ledger
+    (one cap) and the call claims (one call per request) span every worker."""
+    workerinput = getattr(config, "workerinput", {})
+    if "evalmine_run_token" in workerinput:
+        return str(workerinput["evalmine_run_token"])
+    if TOKEN_KEY not in config.stash:
+        config.stash[TOKEN_KEY] = new_run_token()
+    return config.stash[TOKEN_KEY]
 
 
 def _is_active(config: pytest.Config) -> bool:
@@ -311,16 +330,7 @@ class Reporter:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist controller, before a worker starts: share the run token (ledger, claims)."""
-    if _is_active(node.config) or _has_evalmine_options(node.config):
-        node.workerinput["evalmine_run_token"] = eval_session(node.config).run_token
-
-
-def _has_evalmine_options(config: pytest.Config) -> bool:
-    return any(
-        getattr(config.option, name, None) not in (None, False, [])
-        for name in vars(config.option)
-        if name.startswith("evalmine_")
-    )
+    node.workerinput["evalmine_run_token"] = _run_token(node.config)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -328,33 +338,28 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     """xdist controller, when a worker has collected: before any worker runs an item,
     refuse the run if the selection could pass the cap (workers then only reserve)."""
     config = node.config
-    evalsession = eval_session(config)
-    if evalsession.estimate is not None:
+    files = sorted(
+        {i.split("::", 1)[0] for i in ids if i.split("::", 1)[0].endswith(SUITE_SUFFIXES)}
+    )
+    if not files or (_is_active(config) and eval_session(config).estimate is not None):
         return
     from .errors import EvalmineError, RefusedError
-    from .session import spec_id
 
+    evalsession = eval_session(config)
     wanted = set(ids)
     root = Path(config.rootpath)
-    files = sorted({nodeid.split("::", 1)[0] for nodeid in ids if nodeid.count("::") == 2})
-    specs = []
     try:
+        specs = []
         for relative in files:
-            path = root / relative
-            if path.suffix not in SUITE_SUFFIXES:
-                continue
-            suite = evalsession.load(path)
+            suite = evalsession.load(root / relative)
             specs += [
-                s
-                for s in evalsession.specs_for(suite)
-                if f"{relative}::{s.task.id}::{s.name}" in wanted
+                spec
+                for spec in evalsession.specs_for(suite)
+                if f"{relative}::{spec.task.id}::{spec.name}" in wanted
             ]
-        if not specs:
-            return
-        dispatcher = evalsession.dispatcher(evalsession.default_registry())
-        evalsession.preflight(dispatcher, specs)
+        if specs:
+            evalsession.preflight(evalsession.dispatcher(evalsession.default_registry()), specs)
     except RefusedError as exc:
         pytest.exit(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError:
-        return  # the workers report suite errors themselves, once per item
-    del spec_id
+        return  # workers report suite errors themselves, as collection errors

@@ -8,7 +8,6 @@ task x case x model into requests, plans and estimates them, dispatches through 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from .records import ERROR as ERROR_OUTCOME
 from .records import FAILED, NOT_RUN_BUDGET, PASSED, AnswerRecord
 from .records import REPLAY_MISS as REPLAY_MISS_OUTCOME
 from .render import money
+from .runtoken import new_run_token
 from .store import Store
 from .suite import Case, Suite, Task, load_suite
 
@@ -70,12 +70,6 @@ class Settings:
             return self.values[name]
         except KeyError:
             raise AttributeError(name) from None
-
-
-def new_run_token() -> str:
-    """The UTC timestamp every run id of this session starts with (shared with xdist workers)."""
-    now = dt.datetime.now(dt.timezone.utc)
-    return now.strftime("%Y%m%dT%H%M%S.") + f"{now.microsecond // 1000:03d}Z"
 
 
 @dataclass

@@ -117,3 +117,19 @@ def test_plugin_import_is_light() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.strip()
     assert out == ""
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--evalmine-no-cache", "--evalmine-record=none"], "*contradicts*"),
+        (["--evalmine-fake-fault=meteor_strike"], "*unknown fault 'meteor_strike'*"),
+        (["--evalmine-record=sometimes"], "*invalid choice*"),
+    ],
+)
+def test_bad_options_are_usage_errors(
+    pytester: pytest.Pytester, small_suite: Path, options: list[str], message: str
+) -> None:
+    result = pytester.runpytest(FAKE, *options)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])

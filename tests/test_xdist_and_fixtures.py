@@ -17,7 +17,7 @@ def _stable(answers: list[dict]) -> list[dict]:
 
 
 def test_xdist_makes_the_same_calls_and_writes_the_same_answers(
-    pytester: pytest.Pytester, small_suite: Path, counting: Path
+    pytester: pytest.Pytester, small_suite: Path, counting: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     serial = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     serial.assert_outcomes(passed=6)
@@ -26,9 +26,9 @@ def test_xdist_makes_the_same_calls_and_writes_the_same_answers(
     serial_report = latest_report(pytester.path)
 
     counting.unlink()
-    parallel = pytester.runpytest_subprocess(
-        "-n", "2", "--evalmine-no-cache", "-p", "no:cacheprovider"
-    )
+    # A fresh cache and no evalmine option at all: the workers must still share one run.
+    monkeypatch.setenv("EVALMINE_HOME", str(pytester.path / "second-home"))
+    parallel = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
     parallel.assert_outcomes(passed=6)
     assert call_count(counting) == serial_calls == 6
     parallel_report = latest_report(pytester.path)
