@@ -11,8 +11,9 @@ import asyncio
 import math
 import random
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from .adapters.base import (
     SCHEMA_PROMPTED,
@@ -28,6 +29,7 @@ from .errors import EvalmineError
 from .prices import PriceRow, PriceTable
 from .store import Store, process_owner
 
+T = TypeVar("T")
 RECORD_MODES = ("new", "all", "none")
 OK, ERROR, BUDGET, REPLAY_MISS = "ok", "error", "budget", "replay_miss"
 # Slack over the model's own limit so the adapter's timeout fires first with its own message.
@@ -127,12 +129,32 @@ class Dispatcher:
 
     def plan(self, requests: Iterable[Request]) -> list[Planned]:
         """Resolve adapters, keys and prices. Raises before any call for an unknown model."""
-        planned = []
+        requests = list(requests)
+        resolved = []
+        adapters: dict[int, tuple[Adapter, set[str]]] = {}
         for request in requests:
             price = self.prices.lookup(request.model)
             adapter = self.registry.adapter_for(request.model)
-            planned.append(Planned(request, cache_key(adapter, request), adapter, price))
-        return planned
+            resolved.append((request, adapter, price))
+            adapters.setdefault(id(adapter), (adapter, set()))[1].add(request.model)
+        for adapter, _models in adapters.values():
+            check_ready = getattr(adapter, "check_ready", None)
+            if check_ready is not None:
+                try:
+                    check_ready()
+                except AdapterError as exc:
+                    raise EvalmineError(f"{adapter.name}: {exc}") from None
+        preparing = [
+            (adapter, sorted(models))
+            for adapter, models in adapters.values()
+            if getattr(adapter, "prepare", None) is not None
+        ]
+        if preparing:
+            self._run_coroutine(_prepare_all(preparing))
+        return [
+            Planned(request, cache_key(adapter, request), adapter, price)
+            for request, adapter, price in resolved
+        ]
 
     def estimate(self, planned: Iterable[Planned]) -> Estimate:
         """What this run would send (cache hits are free) and what this run has already
@@ -153,18 +175,20 @@ class Dispatcher:
 
     def run(self, planned: list[Planned]) -> dict[str, Outcome]:
         """Send everything concurrently; returns an outcome for every key."""
+        return self._run_coroutine(self._run_all(planned))
+
+    @staticmethod
+    def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self._run_all(planned))
+            return asyncio.run(coroutine)
         # Called from inside a running loop (an async test): keep ours on its own thread.
-        result: dict[str, dict[str, Outcome]] = {}
-        thread = threading.Thread(
-            target=lambda: result.setdefault("r", asyncio.run(self._run_all(planned)))
-        )
+        result: list[T] = []
+        thread = threading.Thread(target=lambda: result.append(asyncio.run(coroutine)))
         thread.start()
         thread.join()
-        return result["r"]
+        return result[0]
 
     async def _run_all(self, planned: list[Planned]) -> dict[str, Outcome]:
         self._in_flight = 0
@@ -332,6 +356,14 @@ class Dispatcher:
         if retry_after_s is not None:
             return retry_after_s
         return min(20.0, self.backoff_s * 2 ** (attempt - 1)) * (1 + random.random() / 4)
+
+
+async def _prepare_all(preparing: list[tuple[Adapter, list[str]]]) -> None:
+    for adapter, models in preparing:
+        try:
+            await adapter.prepare(models)  # type: ignore[attr-defined]
+        except AdapterError as exc:
+            raise EvalmineError(f"{adapter.name}: {exc}") from None
 
 
 def _budget_outcome(key: str) -> Outcome:

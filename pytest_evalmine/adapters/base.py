@@ -57,12 +57,17 @@ class Request:
 @dataclass(frozen=True)
 class Usage:
     """Token counts. ``input_tokens`` excludes cached and cache-write tokens (each input token
-    is billed at exactly one rate), whatever the provider's own convention is."""
+    is billed at exactly one rate), whatever the provider's own convention is.
+
+    ``reported`` is False when the provider sent no usage: the adapter then fills in an
+    estimate and the cost derived from it is a lower bound, shown as such, never as $0.
+    """
 
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
+    reported: bool = True
 
 
 @dataclass(frozen=True)
@@ -113,6 +118,14 @@ class Adapter(Protocol):
 
     ``name`` and ``version`` enter the cache key: bump ``version`` when a change to the adapter
     can change answers for the same request.
+
+    Optional hooks, looked up with ``getattr`` (see ``optional hooks`` in the spec):
+
+    - ``check_ready(self) -> None``: raise ``AdapterError(kind="auth")`` naming the missing
+      environment variable; called while planning, before any network call.
+    - ``async prepare(self, models: list[str]) -> None``: one-time unpaid look-ups (e.g. a
+      local model's digest); must not keep event-loop-bound resources afterwards.
+    - ``key_extra(self, request) -> dict``: extra cache-key fields (e.g. that digest).
     """
 
     name: str
@@ -133,6 +146,11 @@ def cache_key(adapter: Adapter, request: Request) -> str:
     fields["provider"] = adapter.name
     fields["adapter_version"] = adapter.version
     fields["schema_mode"] = adapter.schema_mode(request)
+    key_extra = getattr(adapter, "key_extra", None)
+    if key_extra is not None:
+        extra = key_extra(request)
+        if extra:
+            fields["adapter_extra"] = extra
     return sha256_hex(fields)
 
 
