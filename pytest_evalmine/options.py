@@ -104,6 +104,28 @@ OPTIONS: tuple[Option, ...] = (
         default=[],
         metavar="SPEC",
     ),
+    Option(
+        "judge", "judge model (provider/model); default: the suite's judge.model", metavar="MODEL"
+    ),
+    Option(
+        "fail_under_calibration",
+        "exit 12 when a win rate is not headline-eligible "
+        "(as the suite's on_below_floor: fail does)",
+        kind="bool",
+        default=False,
+    ),
+    Option(
+        "kappa_gate",
+        "gate calibration on the kappa point estimate or on its interval's lower bound",
+        default="point",
+        choices=("point", "lower"),
+    ),
+    Option(
+        "compare",
+        "compare with an earlier run: a run id of the same suite, or the path "
+        "of a run folder or report.json (default: the suite's previous run)",
+        metavar="RUN",
+    ),
     Option("glob", "file name pattern of suite files (ini only)", default="*.eval.yaml", cli=False),
 )
 

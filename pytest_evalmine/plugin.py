@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 SESSION_KEY = pytest.StashKey["EvalSession"]()
 TOKEN_KEY = pytest.StashKey[str]()
 SUMMARY_KEY = pytest.StashKey[list]()
+FINISHED_KEY = pytest.StashKey[list]()
 RECORD_ATTRIBUTE = "evalmine_record"
 SUITE_SUFFIXES = (".yaml", ".yml")
 
@@ -119,6 +120,13 @@ def evalmine_adapters(pytestconfig: pytest.Config) -> AdapterRegistry:
 
 
 @pytest.fixture(scope="session")
+def evalmine_judge_adapters(pytestconfig: pytest.Config) -> AdapterRegistry:
+    """The registry the judge's model is resolved in (built-in adapters; with
+    --evalmine-fake, the fake). Override it to script a judge in tests."""
+    return eval_session(pytestconfig).default_registry()
+
+
+@pytest.fixture(scope="session")
 def evalmine_cost_limit(pytestconfig: pytest.Config) -> float:
     """The run's cost cap in USD (option > EVALMINE_MAX_COST > suite limit > default)."""
     return eval_session(pytestconfig).resolve_cap()
@@ -134,13 +142,15 @@ def evalmine_dispatcher(
     return session.dispatcher(
         evalmine_adapters,
         concurrency_share=share,
-        on_progress=_progress_printer(pytestconfig),
+        on_progress=_progress_printer(pytestconfig, "answers"),
     )
 
 
 @pytest.fixture(scope="session")
 def evalmine_answers(
-    request: pytest.FixtureRequest, evalmine_dispatcher: Dispatcher
+    request: pytest.FixtureRequest,
+    evalmine_dispatcher: Dispatcher,
+    evalmine_judge_adapters: AdapterRegistry,
 ) -> dict[str, Outcome]:
     """Dispatches every selected suite item of this process at once, on first use."""
     from .collect import EvalItem
@@ -149,9 +159,11 @@ def evalmine_answers(
     config = request.config
     session = eval_session(config)
     specs = [item.spec for item in request.session.items if isinstance(item, EvalItem)]
+    session.judge_registry = evalmine_judge_adapters
     try:
         if not hasattr(config, "workerinput"):
-            session.preflight(evalmine_dispatcher, specs)
+            judging = session.dispatcher(evalmine_judge_adapters)
+            session.preflight(evalmine_dispatcher, specs, judging)
         outcomes = session.dispatch(evalmine_dispatcher, specs)
     except RefusedError as exc:
         pytest.exit(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
@@ -189,7 +201,7 @@ def evalmine(pytestconfig: pytest.Config, evalmine_dispatcher: Dispatcher) -> An
 ITEM_RECORD_KEY = pytest.StashKey[Any]()
 
 
-def _progress_printer(config: pytest.Config) -> Any:
+def _progress_printer(config: pytest.Config, what: str, *, inside_item: bool = True) -> Any:
     """One live line while dispatching. Dispatch runs inside the first item's setup, where
     output is captured, so the line is written with capture suspended."""
     reporter = config.pluginmanager.get_plugin("terminalreporter")
@@ -207,8 +219,12 @@ def _progress_printer(config: pytest.Config) -> Any:
         last[0] = now
         if not path_prefix:
             path_prefix.append(reporter.currentfspath)
+            if not inside_item:
+                # After the last item pytest may have left its progress line unfinished.
+                with capture.global_and_fixture_disabled():
+                    reporter.write_line("")
         line = (
-            f"evalmine: {progress.done}/{progress.total} answers, {progress.cached} cached, "
+            f"evalmine: {progress.done}/{progress.total} {what}, {progress.cached} cached, "
             f"${progress.spent_usd:.4f} spent"
         )
         with capture.global_and_fixture_disabled():
@@ -219,7 +235,8 @@ def _progress_printer(config: pytest.Config) -> Any:
                     reporter.ensure_newline()
                 else:
                     reporter.write_line(line)
-                _restore_path_prefix(reporter, path_prefix[0])
+                if inside_item:
+                    _restore_path_prefix(reporter, path_prefix[0])
 
     return show
 
@@ -244,43 +261,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
-def _write_reports(config: pytest.Config, evalsession: EvalSession) -> list[str]:
-    from .report import summarize, write_run
-    from .session import models_hash, relative_to
-    from .summary import terminal_lines
-
-    lines: list[str] = []
-    by_suite: dict[str, list[Any]] = {}
-    for record in evalsession.records:
-        by_suite.setdefault(record.suite_file, []).append(record)
-    command = "pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args)
-    report_root = Path(config.rootpath) / evalsession.settings.report_dir
-    for suite_file, records in sorted(by_suite.items()):
-        suite = evalsession.load(Path(suite_file))
-        models = evalsession.models_for(suite)
-        summary = summarize(
-            run_id=evalsession.run_id(suite),
-            records=records,
-            models=models,
-            models_hash=models_hash(models),
-            suite_name=suite.name,
-            suite_file=relative_to(suite.path, Path(config.rootpath)),
-            suite_hash=suite.hash,
-            cap_usd=evalsession.resolve_cap(),
-            cap_source=evalsession.cap_source,
-            estimate_usd=evalsession.estimate.cost_usd if evalsession.estimate else None,
-            record_mode=evalsession.record_mode,
-            adapter_routing="fake (every model routed to the fake adapter)"
-            if evalsession.settings.fake
-            else "by provider prefix",
-            prices_pinned=evalsession.prices.pinned,
-            command=command,
-        )
-        run_dir = write_run(summary, report_root)
-        lines += terminal_lines(summary, relative_to(run_dir / "report.md", Path(config.rootpath)))
-    return lines
-
-
 class Reporter:
     """The hooks that need the run's config: one instance per config, so in-process pytest
     runs (pytester) never see each other's records."""
@@ -298,23 +278,44 @@ class Reporter:
         eval_session(self.config).add_record(AnswerRecord.from_dict(data))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """Called after the last item, on workers and controller: writes the reports once (on
-        the controller or the only process) and sets the evalmine exit codes."""
+        """Called after the last item, on workers and controller: judges and writes the
+        reports once (on the controller or the only process) and sets our exit codes."""
         config = self.config
         if not _is_active(config) or hasattr(config, "workerinput"):
             return
+        from .finish import exit_code, finish_run
+        from .session import relative_to
+
         evalsession = eval_session(config)
+        command = "pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args)
         try:
-            summaries = _write_reports(config, evalsession)
+            finished = finish_run(
+                evalsession,
+                command=command,
+                report_root=Path(config.rootpath) / evalsession.settings.report_dir,
+                judge_registry=evalsession.judge_registry,
+                on_progress=_progress_printer(config, "judge verdicts", inside_item=False),
+            )
         except Exception as exc:  # a report failure must not hide the run's own outcome
             config.stash[SUMMARY_KEY] = [f"evalmine: could not write reports: {exc}"]
             return
         finally:
             evalsession.close()
-        config.stash[SUMMARY_KEY] = summaries
-        stopped = any(r.outcome == "not_run_budget" for r in evalsession.records)
-        if stopped and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            session.exitstatus = exitcodes.STOPPED_OVER_BUDGET
+        from .summary import terminal_lines
+
+        root = Path(config.rootpath)
+        lines: list[str] = []
+        for item in finished:
+            report_md = relative_to(item.run_dir / "report.md", root)
+            lines += terminal_lines(item.summary, report_md)
+        config.stash[SUMMARY_KEY] = lines
+        config.stash[FINISHED_KEY] = finished
+        code = exit_code(finished)
+        if code is not None and session.exitstatus in (
+            pytest.ExitCode.OK,
+            pytest.ExitCode.TESTS_FAILED,
+        ):
+            session.exitstatus = code
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Called by the terminal reporter after session finish: prints the scorecard."""
@@ -358,7 +359,10 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
                 if f"{relative}::{spec.task.id}::{spec.name}" in wanted
             ]
         if specs:
-            evalsession.preflight(evalsession.dispatcher(evalsession.default_registry()), specs)
+            registry = evalsession.default_registry()
+            evalsession.preflight(
+                evalsession.dispatcher(registry), specs, evalsession.dispatcher(registry)
+            )
     except RefusedError as exc:
         pytest.exit(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError:

@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .headline import DAGGER, Headline
 from .records import AnswerRecord
-from .render import HEADERS, markdown_table, money, scorecard_rows
+from .render import markdown_table, money, text_table
 from .scorecard import ModelScore, score_models
+from .sections import Section, flagged, number, percent, report_sections
 
 REPORT_SCHEMA_VERSION = 1
 # mkstemp creates files 0600; reports should get the permissions any other file would.
@@ -46,14 +48,28 @@ class RunSummary:
     adapter_routing: str
     prices_pinned: str
     command: str
+    task_hashes: dict[str, str]
+    label_counts: dict[str, int]
+    headline: Headline | None = None
+    judge_note: str | None = None
+    changes: dict[str, Any] | None = None
 
     @property
-    def spent_usd(self) -> float:
+    def answers_spent_usd(self) -> float:
         return sum(r.cost_usd for r in self.records)
 
     @property
+    def judge_spent_usd(self) -> float:
+        return self.headline.judge_cost_usd if self.headline else 0.0
+
+    @property
+    def spent_usd(self) -> float:
+        return self.answers_spent_usd + self.judge_spent_usd
+
+    @property
     def if_uncached_usd(self) -> float:
-        return sum(r.cost_if_uncached_usd for r in self.records)
+        judge = self.headline.judge_cost_if_uncached_usd if self.headline else 0.0
+        return sum(r.cost_if_uncached_usd for r in self.records) + judge
 
     @property
     def outcomes(self) -> dict[str, int]:
@@ -61,7 +77,8 @@ class RunSummary:
 
     @property
     def partial(self) -> bool:
-        return any(r.outcome == "not_run_budget" for r in self.records)
+        judge_stopped = self.headline is not None and self.headline.judge_not_run
+        return judge_stopped or any(r.outcome == "not_run_budget" for r in self.records)
 
     @property
     def calls_made(self) -> int:
@@ -77,12 +94,20 @@ class RunSummary:
             "tool": {"name": "pytest-evalmine", "version": __version__},
             "run_id": self.run_id,
             "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-            "suite": {"name": self.suite_name, "file": self.suite_file, "hash": self.suite_hash},
+            "suite": {
+                "name": self.suite_name,
+                "file": self.suite_file,
+                "hash": self.suite_hash,
+                "task_hashes": self.task_hashes,
+                "label_counts": self.label_counts,
+            },
             "models": self.models,
             "baseline": self.models[0] if self.models else None,
             "models_hash": self.models_hash,
             "partial": self.partial,
-            "partial_reason": "cost cap reached; some items were not run" if self.partial else None,
+            "partial_reason": "cost cap reached; some calls were not made"
+            if self.partial
+            else None,
             "items": len(self.records),
             "outcomes": self.outcomes,
             "calls": {"made": self.calls_made, "cached": self.calls_cached},
@@ -91,12 +116,17 @@ class RunSummary:
                 "cap_source": self.cap_source,
                 "estimate_usd": self.estimate_usd,
                 "spent_usd": self.spent_usd,
+                "answers_spent_usd": self.answers_spent_usd,
+                "judge_spent_usd": self.judge_spent_usd,
                 "if_uncached_usd": self.if_uncached_usd,
                 "prices_pinned": self.prices_pinned,
             },
             "record_mode": self.record_mode,
             "adapter_routing": self.adapter_routing,
             "scorecard": [score.to_dict() for score in self.scores],
+            "headline": self.headline.to_dict() if self.headline else None,
+            "judge_note": self.judge_note,
+            "changes": self.changes,
             "command": self.command,
         }
 
@@ -131,10 +161,9 @@ def write_run(summary: RunSummary, report_root: Path) -> Path:
     suite_dir = report_root / summary.suite_name
     run_dir = suite_dir / summary.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    answers = "".join(
-        json.dumps(r.to_dict(), ensure_ascii=False, sort_keys=True) + "\n" for r in summary.records
-    )
-    atomic_write(run_dir / "answers.jsonl", answers)
+    atomic_write(run_dir / "answers.jsonl", _jsonl(r.to_dict() for r in summary.records))
+    if summary.headline is not None:
+        atomic_write(run_dir / "pairs.jsonl", _jsonl(p.to_dict() for p in summary.headline.pairs))
     atomic_write(run_dir / "report.json", json.dumps(summary.to_json(), indent=2) + "\n")
     atomic_write(run_dir / "report.md", render_markdown(summary))
     pointer = {
@@ -144,6 +173,10 @@ def write_run(summary: RunSummary, report_root: Path) -> Path:
     }
     atomic_write(suite_dir / "latest.json", json.dumps(pointer, indent=2) + "\n")
     return run_dir
+
+
+def _jsonl(rows: Any) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -169,27 +202,76 @@ def render_markdown(summary: RunSummary) -> str:
     ]
     if summary.partial:
         lines += [
-            "> **PARTIAL RUN**: the cost cap was reached; items marked not_run_budget were "
-            "not sent. Numbers below cover only what ran.",
+            "> **PARTIAL RUN**: the cost cap was reached; some calls were not made. Numbers "
+            "below cover only what ran.",
             "",
         ]
-    lines += ["## Scorecard", "", *markdown_table(HEADERS, scorecard_rows(summary.scores)), ""]
-    lines += [
-        f"Cost: {money(summary.spent_usd)} this run, {money(summary.if_uncached_usd)} if "
-        f"nothing had been cached; cap {money(summary.cap_usd)} ({summary.cap_source}); "
-        f"prices pinned {summary.prices_pinned}.",
-        f"Calls: {summary.calls_made} made, {summary.calls_cached} from cache "
-        f"(record mode {summary.record_mode}).",
-        f"Outcomes: {', '.join(f'{k} {v}' for k, v in summary.outcomes.items())}.",
-        "",
-    ]
+    for section in report_sections(summary):
+        lines += _markdown_section(section)
     problems = [r for r in summary.records if r.outcome != "passed"]
     if problems:
         lines += ["## Items that did not pass", ""]
         rows = [(r.task, r.case, r.model, r.outcome, _reason(r)) for r in problems]
         lines += [*markdown_table(("task", "case", "model", "outcome", "why"), rows), ""]
     lines += ["## How to reproduce", "", "```", summary.command, "```", ""]
-    return "\n".join(lines)
+    lines += ["## Decision log entry (paste into DECISIONS.md and complete)", ""]
+    lines += decision_entry(summary)
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_section(section: Section) -> list[str]:
+    lines = [f"## {section.title}", ""]
+    for text in section.lines + section.detail_lines:
+        lines += [text, ""]
+    for headers, rows in section.tables + section.detail_tables:
+        lines += [*markdown_table(headers, rows), ""]
+    return lines
+
+
+def terminal_section(section: Section) -> list[str]:
+    lines = [f"-- {section.title} --", *section.lines]
+    for headers, rows in section.tables:
+        lines += text_table(headers, rows)
+    return lines
+
+
+def decision_entry(summary: RunSummary) -> list[str]:
+    """A DECISIONS.md entry prefilled with the numbers, blanks left for the person: the
+    tool never writes DECISIONS.md itself."""
+    headline = summary.headline
+    lines = [
+        "```markdown",
+        f"## {summary.run_id[:8]}: {summary.suite_name}, "
+        f"{' vs '.join(summary.models[1:]) or '-'} against {summary.models[0]}",
+        "",
+        f"- Run: `{summary.run_id}` (suite sha256 `{summary.suite_hash[:12]}`)",
+    ]
+    if headline is not None:
+        cal = headline.calibration
+        lines.append(
+            f"- Calibration: {cal.status}, kappa {number(cal.kappa.value)} on {cal.kappa.n} "
+            f"labels (judge {headline.judge.model})"
+        )
+        for rate in headline.overall:
+            lines.append(f"- Win rate {rate.candidate}: {flagged(rate)} ({rate.title()})")
+        if not headline.headline_eligible:
+            lines.append(
+                f"- {DAGGER} Not headline-eligible: the judge is not shown to agree with you."
+            )
+    for score in summary.scores:
+        lines.append(
+            f"- {score.model}: passed {score.passed}/{score.items}, schema "
+            f"{percent(score.schema_all.value)}, p50 {number(score.latency_p50_s, 3)} s"
+        )
+    lines += [
+        f"- Cost this run: {money(summary.spent_usd)} "
+        f"(if uncached {money(summary.if_uncached_usd)})",
+        "- Decision: ____",
+        "- Why: ____",
+        "```",
+        "",
+    ]
+    return lines
 
 
 def _reason(record: AnswerRecord) -> str:

@@ -17,9 +17,21 @@ from typing import Any
 from .adapters.base import AdapterRegistry, Request, default_registry
 from .canonical import sha256_hex
 from .checks import check_answer
-from .dispatch import BUDGET, ERROR, OK, REPLAY_MISS, Dispatcher, Estimate, Outcome, Progress
+from .dispatch import (
+    BUDGET,
+    ERROR,
+    OK,
+    REPLAY_MISS,
+    Dispatcher,
+    Estimate,
+    Outcome,
+    Planned,
+    Progress,
+)
 from .errors import EvalmineError, RefusedError
+from .judge import judge_request
 from .options import HOME_ENV, cap_from
+from .pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
 from .prices import PriceTable, load_prices
 from .records import ERROR as ERROR_OUTCOME
 from .records import FAILED, NOT_RUN_BUDGET, PASSED, AnswerRecord
@@ -56,6 +68,13 @@ class ItemSpec:
             stop=params.stop,
             schema=self.task.schema,
             timeout_s=params.timeout_s,
+            context={
+                "purpose": "answer",
+                "suite": self.suite.name,
+                "task": self.task.id,
+                "case": self.case.id,
+                "vars": dict(self.case.vars),
+            },
         )
 
 
@@ -83,6 +102,7 @@ class EvalSession:
     cap_usd: float | None = None
     cap_source: str = ""
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    judge_registry: AdapterRegistry | None = None
     _store: Store | None = None
     _prices: PriceTable | None = None
 
@@ -190,14 +210,34 @@ class EvalSession:
             on_progress=on_progress,
         )
 
-    def preflight(self, dispatcher: Dispatcher, specs: Iterable[ItemSpec]) -> Estimate:
-        """Resolve every price and refuse (``RefusedError``) when the run could pass the cap."""
+    def judge_model_for(self, suite: Suite) -> str | None:
+        return self.settings.judge or suite.judge.model
+
+    def preflight(
+        self,
+        dispatcher: Dispatcher,
+        specs: Iterable[ItemSpec],
+        judge_dispatcher: Dispatcher | None = None,
+    ) -> Estimate:
+        """Resolve every price and adapter (judge included) and refuse (``RefusedError``)
+        when answers plus judge calls are estimated over what is left of the cap."""
+        specs = list(specs)
         try:
             planned = dispatcher.plan(spec.request() for spec in specs)
+            judge_planned = (judge_dispatcher or dispatcher).plan(
+                self._judge_requests_for_estimate(specs, planned, dispatcher)
+            )
         except EvalmineError as exc:  # an unpriced model, or a provider without an adapter
             raise RefusedError(f"refused before spending: {exc}") from None
-        estimate = dispatcher.estimate(planned)
-        self.estimate = estimate
+        answers = dispatcher.estimate(planned)
+        judging = (judge_dispatcher or dispatcher).estimate(judge_planned)
+        self.estimate = estimate = Estimate(
+            calls=answers.calls + judging.calls,
+            cached=answers.cached + judging.cached,
+            uncached=answers.uncached + judging.uncached,
+            cost_usd=answers.cost_usd + judging.cost_usd,
+            already_committed_usd=answers.already_committed_usd,
+        )
         available = dispatcher.cap_usd - estimate.already_committed_usd
         if estimate.cost_usd > available:
             committed = (
@@ -206,14 +246,49 @@ class EvalSession:
                 else ""
             )
             raise RefusedError(
-                f"refused before spending: the {estimate.uncached} uncached call(s) of this "
-                f"selection are estimated at {money(estimate.cost_usd)} (every answer at "
-                f"max_tokens), over the {money(available)} left of the cap of "
-                f"{money(dispatcher.cap_usd)} (from {self.cap_source}){committed}; "
-                f"{estimate.cached} call(s) are cached. "
+                f"refused before spending: {answers.uncached} uncached answer call(s) and "
+                f"{judging.uncached} judge call(s) of this selection are estimated at "
+                f"{money(estimate.cost_usd)} (every answer at max_tokens), over the "
+                f"{money(available)} left of the cap of {money(dispatcher.cap_usd)} "
+                f"(from {self.cap_source}){committed}; {estimate.cached} call(s) are cached. "
                 "Raise the cap, lower max_tokens or select fewer items."
             )
         return estimate
+
+    def _judge_requests_for_estimate(
+        self, specs: list[ItemSpec], planned: list[Planned], dispatcher: Dispatcher
+    ) -> list[Request]:
+        """The judge calls this selection will need. An answer already cached is used as it
+        is, so a fully cached rerun estimates its judge calls as cached too; any other answer
+        is assumed to fill max_tokens (about four characters a token)."""
+        reads = dispatcher.record != "all"
+        texts: dict[tuple[Path, str, str, str], str] = {}
+        for spec, plan in zip(specs, planned, strict=True):
+            hit = self.store.get(plan.key) if reads else None
+            placeholder = "x" * (4 * spec.task.params.max_tokens)
+            key = (spec.suite.path, spec.task.id, spec.case.id, spec.model)
+            texts[key] = hit.response.text if hit else placeholder
+        requests = []
+        for suite in {spec.suite.path: spec.suite for spec in specs}.values():
+            judge_model = self.judge_model_for(suite)
+            models = self.models_for(suite)
+            if judge_model is None or len(models) < 2:
+                continue
+            baseline = models[0]
+            for task in suite.tasks:
+                if not task.judge:
+                    continue
+                for case in task.cases:
+                    base_text = texts.get((suite.path, task.id, case.id, baseline))
+                    for candidate in models[1:]:
+                        cand_text = texts.get((suite.path, task.id, case.id, candidate))
+                        if base_text is None or cand_text is None:
+                            continue
+                        pair = Pair(suite.name, task.id, case.id, baseline, candidate)
+                        answers = {baseline: base_text, candidate: cand_text}
+                        for order in (BASELINE_FIRST, CANDIDATE_FIRST):
+                            requests.append(judge_request(judge_model, suite, pair, order, answers))
+        return requests
 
     def dispatch(self, dispatcher: Dispatcher, specs: list[ItemSpec]) -> dict[str, Outcome]:
         planned = dispatcher.plan(spec.request() for spec in specs)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .render import HEADERS, money, scorecard_rows, text_table
-from .report import RunSummary
+from .report import RunSummary, terminal_section
+from .sections import report_sections
 
 
 def terminal_lines(summary: RunSummary, report_path: str) -> list[str]:
@@ -12,15 +12,7 @@ def terminal_lines(summary: RunSummary, report_path: str) -> list[str]:
         f"models: {', '.join(summary.models)} (baseline first); adapters: "
         f"{summary.adapter_routing}",
     ]
-    if summary.partial:
-        lines.append("PARTIAL RUN: the cost cap was reached; some items were not run")
-    lines += text_table(HEADERS, scorecard_rows(summary.scores))
-    lines += [
-        f"cost: {money(summary.spent_usd)} this run, {money(summary.if_uncached_usd)} if "
-        f"uncached; cap {money(summary.cap_usd)} ({summary.cap_source}); prices pinned "
-        f"{summary.prices_pinned}",
-        f"calls: {summary.calls_made} made, {summary.calls_cached} cached; outcomes: "
-        + ", ".join(f"{k} {v}" for k, v in summary.outcomes.items()),
-        f"report: {report_path}",
-    ]
+    for section in report_sections(summary):
+        lines += terminal_section(section)
+    lines.append(f"report: {report_path}")
     return lines

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -28,6 +28,10 @@ class Request:
     schema: dict[str, Any] | None = None
     timeout_s: float = 60.0
     repeat: int = 0
+    # For adapters that evaluate an application (task, case, vars) or script a test judge.
+    # Not part of the cache key: an adapter whose answer depends on it must say so through
+    # ``key_extra``.
+    context: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def provider(self) -> str:

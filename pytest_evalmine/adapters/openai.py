@@ -1,0 +1,278 @@
+"""OpenAI Chat Completions adapter, also for OpenAI-compatible servers, one attempt per call.
+
+The same class serves OpenAI itself and any server speaking the same protocol (vLLM,
+llama.cpp ``llama-server``, LM Studio, gateways): each gets its own provider ``name`` (which
+enters the cache key, so answers of different servers never mix) and ``base_url``, and a bearer
+token only when it needs one. Wire format: /work/shared/reference/wire-formats.md sections 2
+and 5 (SDK openai-python v3.3.1, 2026-08-21; llama.cpp tools/server/README.md; vLLM docs).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from .base import SCHEMA_NATIVE, SCHEMA_PROMPTED, AdapterError, Request, Response, Usage
+from .http import (
+    ClientHolder,
+    api_key_from_env,
+    error_from_status,
+    error_message,
+    post_json,
+    redact,
+    schema_instruction,
+)
+
+# o1, o3, o4-mini, ... and the gpt-5 family take only the default temperature/top_p: any other
+# value is a 400 "unsupported_value". Matched on the last path segment so a gateway's
+# "openai/gpt-5" counts too.
+_REASONING_MODEL = re.compile(r"^(?:o\d+(?:$|-)|gpt-5)")
+# Keywords OpenAI's strict mode documents as supported; anything else (allOf, not, if/then,
+# minLength, ...) makes a strict request a 400, so such a schema is sent with strict false.
+_STRICT_KEYWORDS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "anyOf",
+        "$defs",
+        "$ref",
+        "title",
+        "description",
+        "pattern",
+        "format",
+        "multipleOf",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minItems",
+        "maxItems",
+    }
+)
+_STRICT_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+_FINISH_REASONS = {"stop": "stop", "length": "length", "content_filter": "content_filter"}
+
+
+def accepts_sampling(model: str) -> bool:
+    """False for OpenAI reasoning models, which reject a non-default temperature/top_p."""
+    return _REASONING_MODEL.match(model.rsplit("/", 1)[-1].lower()) is None
+
+
+def strict_compatible(schema: Any) -> bool:
+    """Whether ``strict: true`` is safe: an object root, every object closed
+    (``additionalProperties: false``) with all its properties required, and only keywords
+    strict mode supports. A strict request whose schema breaks a rule is refused (400)."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return False
+    return _strict_node(schema)
+
+
+def _strict_node(node: Any) -> bool:
+    if not isinstance(node, dict) or not set(node) <= _STRICT_KEYWORDS:
+        return False
+    if "format" in node and node["format"] not in _STRICT_FORMATS:
+        return False
+    declared = node.get("type")
+    types = set(declared) if isinstance(declared, list) else {declared}
+    children: list[Any] = []
+    if "object" in types or "properties" in node:
+        properties = node.get("properties", {})
+        if node.get("additionalProperties") is not False:
+            return False
+        if not isinstance(properties, dict) or set(node.get("required", [])) != set(properties):
+            return False
+        children += properties.values()
+    elif "additionalProperties" in node or "required" in node:
+        return False
+    if "items" in node:
+        children.append(node["items"])
+    if "anyOf" in node:
+        if not isinstance(node["anyOf"], list):
+            return False
+        children += node["anyOf"]
+    if "$defs" in node:
+        if not isinstance(node["$defs"], dict):
+            return False
+        children += node["$defs"].values()
+    return all(_strict_node(child) for child in children)
+
+
+class OpenAIAdapter:
+    """Chat Completions against ``{base_url}/chat/completions``."""
+
+    version = "1"
+
+    def __init__(
+        self,
+        name: str = "openai",
+        base_url: str = "https://api.openai.com/v1",
+        api_key_env: str | None = "OPENAI_API_KEY",
+        native_schema: bool = True,
+    ) -> None:
+        self.name = name
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        self.native_schema = native_schema
+        self._clients = ClientHolder()
+
+    def check_ready(self) -> None:
+        self._api_key()
+
+    def _api_key(self) -> str | None:
+        if self.api_key_env is None:
+            return None
+        return api_key_from_env(self.api_key_env, self.name)
+
+    def schema_mode(self, request: Request) -> str | None:
+        if request.schema is None:
+            return None
+        return SCHEMA_NATIVE if self.native_schema else SCHEMA_PROMPTED
+
+    async def aclose(self) -> None:
+        await self._clients.aclose()
+
+    def _prompt(self, request: Request) -> str:
+        if self.schema_mode(request) == SCHEMA_PROMPTED:
+            return request.prompt + schema_instruction(request.schema)
+        return request.prompt
+
+    def build_body(self, request: Request) -> dict[str, Any]:
+        messages = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": self._prompt(request)})
+        body: dict[str, Any] = {
+            "model": request.model_name,
+            "messages": messages,
+            # Counts reasoning tokens too; max_tokens is deprecated on OpenAI and refused by
+            # its reasoning models.
+            "max_completion_tokens": request.max_tokens,
+        }
+        if self.name != "openai":
+            # Compatible servers (llama.cpp, Ollama's /v1) read only the older max_tokens and
+            # silently drop max_completion_tokens; sending both works on either kind.
+            body["max_tokens"] = request.max_tokens
+        if accepts_sampling(request.model_name):
+            if request.temperature is not None:
+                body["temperature"] = request.temperature
+            if request.top_p is not None:
+                body["top_p"] = request.top_p
+        if request.stop:
+            body["stop"] = list(request.stop)
+        if self.schema_mode(request) == SCHEMA_NATIVE:
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "answer",
+                    "schema": request.schema,
+                    "strict": strict_compatible(request.schema),
+                },
+            }
+        return body
+
+    async def complete(self, request: Request) -> Response:
+        key = self._api_key()
+        headers = {"content-type": "application/json"}
+        if key is not None:
+            headers["authorization"] = f"Bearer {key}"
+        status, reply_headers, data, latency_s = await post_json(
+            self._clients.get(),
+            f"{self.base_url}/chat/completions",
+            headers,
+            self.build_body(request),
+            request.timeout_s,
+        )
+        if status >= 400:
+            raise self._error(status, reply_headers, data, key)
+        if isinstance(data, dict) and "error" in data and "choices" not in data:
+            # Some gateways report an upstream failure inside a 200.
+            raise AdapterError(
+                "server_error",
+                redact(f"HTTP {status} carried an error: {error_message(data)}", [key]),
+                retryable=True,
+                status=status,
+            )
+        try:
+            return self._response(request, data, reply_headers.get("x-request-id"), latency_s)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+            raise AdapterError(
+                "malformed_response",
+                redact(f"unexpected chat completion shape ({exc!r})", [key]),
+                retryable=True,
+                status=status,
+            ) from None
+
+    def _response(
+        self, request: Request, data: dict[str, Any], request_id: str | None, latency_s: float
+    ) -> Response:
+        choice = data["choices"][0]
+        message = choice["message"]
+        raw_finish = choice.get("finish_reason")
+        finish_reason = _FINISH_REASONS.get(raw_finish, raw_finish or "unknown")
+        if message.get("refusal"):
+            # A schema-constrained refusal: content is null and the refusal text is not an
+            # answer to check.
+            text, finish_reason = "", "refusal"
+        else:
+            text = _content_text(message.get("content"))
+        return Response(
+            text=text,
+            usage=self._usage(request, data.get("usage"), text),
+            latency_s=latency_s,
+            finish_reason=finish_reason,
+            schema_mode=self.schema_mode(request),
+            provider_request_id=request_id or data.get("id"),
+        )
+
+    def _usage(self, request: Request, usage: Any, text: str) -> Usage:
+        if not isinstance(usage, dict) or usage.get("prompt_tokens") is None:
+            # Some compatible servers send no usage: estimate, and say so.
+            prompt_chars = len((request.system or "") + self._prompt(request))
+            return Usage(
+                input_tokens=math.ceil(prompt_chars / 4),
+                output_tokens=math.ceil(len(text) / 4),
+                reported=False,
+            )
+        details = usage.get("prompt_tokens_details") or {}
+        prompt = int(usage["prompt_tokens"])
+        cached = int(details.get("cached_tokens") or 0)
+        written = int(details.get("cache_write_tokens") or 0)
+        return Usage(
+            # prompt_tokens counts cached (and cache-write) tokens too; each token is billed
+            # at one rate, so they are taken out of the uncached input.
+            input_tokens=max(0, prompt - cached - written),
+            # completion_tokens already includes reasoning tokens.
+            output_tokens=int(usage.get("completion_tokens") or 0),
+            cached_input_tokens=cached,
+            cache_write_tokens=written,
+        )
+
+    def _error(self, status: int, headers: Any, data: Any, key: str | None) -> AdapterError:
+        message = error_message(data)
+        detail = data.get("error") if isinstance(data, dict) else None
+        code = detail.get("code") if isinstance(detail, dict) else None
+        if isinstance(code, str) and code:
+            message = f"{code}: {message}"
+        error = error_from_status(status, headers, message, secrets=[key])
+        if code == "insufficient_quota":
+            # Out of credit, not rate limited: waiting does not help.
+            error.retryable = False
+        return error
+
+
+def _content_text(content: Any) -> str:
+    """``message.content``: a string, null, or (some servers) a list of text parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    raise TypeError(f"content is {type(content).__name__}")

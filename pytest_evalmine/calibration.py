@@ -1,0 +1,195 @@
+"""Calibration of the judge against the user's labels, and the headline gate
+(spec: "Calibration")."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .pairs import Pair
+from .statistics import Interval, Kappa, cohen_kappa, percentile_bootstrap, seed_from
+from .suite import Label
+
+NO_LABELS, UNDEFINED, INSUFFICIENT, BELOW_FLOOR, OK = (
+    "no_labels",
+    "undefined",
+    "insufficient_labels",
+    "below_floor",
+    "ok",
+)
+PER_TASK_MIN_LABELS = 5
+MAX_FLIP_RATE = 0.30
+INVERT = {"baseline": "candidate", "candidate": "baseline", "tie": "tie"}
+
+
+@dataclass(frozen=True)
+class Rating:
+    """One labelled, judged pair: the human's category and the judge's."""
+
+    task: str
+    case: str
+    human: str
+    judge: str
+
+
+@dataclass
+class TaskKappa:
+    task: str
+    n: int
+    agreement: float | None
+    kappa: float | None  # suppressed (None) below PER_TASK_MIN_LABELS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"task": self.task, "n": self.n, "agreement": self.agreement, "kappa": self.kappa}
+
+
+@dataclass
+class Calibration:
+    status: str
+    kappa: Kappa
+    interval: Interval | None
+    interval_undefined_resamples: int
+    min_kappa: float
+    min_labels: int
+    gate_on: str
+    labels_total: int
+    ratings: list[Rating] = field(default_factory=list)
+    inverted: int = 0
+    unmatched: dict[str, int] = field(default_factory=dict)
+    per_task: list[TaskKappa] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == OK
+
+    def reason(self) -> str:
+        n = self.kappa.n
+        if self.status == NO_LABELS:
+            return f"no label matches a judged pair ({self.labels_total} labels in the suite)"
+        if self.status == UNDEFINED:
+            return "kappa is undefined: every label and verdict falls in one category"
+        if self.status == INSUFFICIENT:
+            return f"only {n} matched labels; at least {self.min_labels} are needed"
+        if self.status == BELOW_FLOOR:
+            value = self.kappa.value if self.gate_on == "point" else self.interval_low
+            which = "kappa" if self.gate_on == "point" else "the kappa interval's lower bound"
+            return f"{which} {value:.2f} is below the floor {self.min_kappa:.2f}"
+        return f"kappa {self.kappa.value:.2f} >= {self.min_kappa:.2f} on {n} labels"
+
+    @property
+    def interval_low(self) -> float | None:
+        return self.interval.low if self.interval else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reason": self.reason(),
+            "n": self.kappa.n,
+            "labels_total": self.labels_total,
+            "inverted_labels": self.inverted,
+            "unmatched_labels": self.unmatched,
+            "kappa": self.kappa.value,
+            "kappa_interval": self.interval.to_dict() if self.interval else None,
+            "kappa_interval_undefined_resamples": self.interval_undefined_resamples,
+            "band": self.kappa.band,
+            "observed_agreement": self.kappa.observed_agreement,
+            "chance_agreement": self.kappa.chance_agreement,
+            "confusion": {
+                "rows": "human",
+                "columns": "judge",
+                "categories": ["baseline", "tie", "candidate"],
+                "matrix": [list(row) for row in self.kappa.confusion],
+            },
+            "min_kappa": self.min_kappa,
+            "min_labels": self.min_labels,
+            "gate_on": self.gate_on,
+            "per_task": [row.to_dict() for row in self.per_task],
+        }
+
+
+def match_labels(
+    labels: Sequence[Label], pairs: Sequence[Pair]
+) -> tuple[list[Rating], int, dict[str, int]]:
+    """Ratings for labels whose pair was judged. A label naming the run's candidate as its
+    baseline (models swapped) is inverted, not dropped. Returns (ratings, inverted, unmatched
+    counts by reason)."""
+    by_pair = {(p.task, p.case, p.baseline, p.candidate): p for p in pairs}
+    ratings: list[Rating] = []
+    inverted = 0
+    unmatched: Counter[str] = Counter()
+    for label in labels:
+        pair = by_pair.get((label.task, label.case, label.baseline, label.candidate))
+        prefer = label.prefer
+        if pair is None:
+            pair = by_pair.get((label.task, label.case, label.candidate, label.baseline))
+            if pair is not None:
+                prefer = INVERT[prefer]
+                inverted += 1
+        if pair is None:
+            unmatched["pair_not_in_run"] += 1
+        elif not pair.judged:
+            unmatched[f"pair_excluded:{pair.excluded}"] += 1
+        else:
+            assert pair.category is not None
+            ratings.append(Rating(pair.task, pair.case, prefer, pair.category))
+    return ratings, inverted, dict(sorted(unmatched.items()))
+
+
+def calibrate(
+    labels: Sequence[Label],
+    pairs: Sequence[Pair],
+    *,
+    min_kappa: float,
+    min_labels: int,
+    gate_on: str,
+    seed_text: str,
+) -> Calibration:
+    ratings, inverted, unmatched = match_labels(labels, pairs)
+    kappa = cohen_kappa([(r.human, r.judge) for r in ratings])
+    interval, undefined = percentile_bootstrap(
+        ratings,
+        lambda sample: cohen_kappa([(r.human, r.judge) for r in sample]).value,
+        seed=seed_from(seed_text, "kappa"),
+    )
+    result = Calibration(
+        status=OK,
+        kappa=kappa,
+        interval=interval,
+        interval_undefined_resamples=undefined,
+        min_kappa=min_kappa,
+        min_labels=min_labels,
+        gate_on=gate_on,
+        labels_total=len(labels),
+        ratings=ratings,
+        inverted=inverted,
+        unmatched=unmatched,
+        per_task=_per_task(ratings),
+    )
+    gated = kappa.value if gate_on == "point" else (interval.low if interval else None)
+    if not ratings:
+        result.status = NO_LABELS
+    elif kappa.value is None:
+        result.status = UNDEFINED
+    elif kappa.n < min_labels:
+        result.status = INSUFFICIENT
+    elif gated is None or gated < min_kappa:
+        result.status = BELOW_FLOOR
+    return result
+
+
+def _per_task(ratings: Sequence[Rating]) -> list[TaskKappa]:
+    rows = []
+    for task in sorted({r.task for r in ratings}):
+        mine = [(r.human, r.judge) for r in ratings if r.task == task]
+        kappa = cohen_kappa(mine)
+        rows.append(
+            TaskKappa(
+                task=task,
+                n=len(mine),
+                agreement=kappa.observed_agreement,
+                kappa=kappa.value if len(mine) >= PER_TASK_MIN_LABELS else None,
+            )
+        )
+    return rows

@@ -1,0 +1,153 @@
+"""What changed between two runs of a suite (spec: "Compare"). Works on report.json
+documents, so any two stored runs can be compared without rerunning anything."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .errors import EvalmineError
+
+
+def find_previous(report_root: Path, suite_name: str) -> Path | None:
+    """The report.json that ``latest.json`` points at, read before this run replaces it."""
+    pointer = report_root / suite_name / "latest.json"
+    if not pointer.is_file():
+        return None
+    try:
+        target = report_root / suite_name / json.loads(pointer.read_text("utf-8"))["path"]
+    except (ValueError, KeyError, OSError):
+        return None
+    return target if target.is_file() else None
+
+
+def resolve(reference: str, report_root: Path, suite_name: str, rootdir: Path) -> Path:
+    """A run id of this suite, a run folder, or a report.json path."""
+    for candidate in (
+        report_root / suite_name / reference / "report.json",
+        rootdir / reference / "report.json",
+        rootdir / reference,
+        Path(reference) / "report.json",
+        Path(reference),
+    ):
+        if candidate.is_file():
+            return candidate
+    raise EvalmineError(f"--evalmine-compare={reference}: no such run of {suite_name!r}")
+
+
+def load(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise EvalmineError(f"{path}: cannot read report: {exc}") from None
+
+
+def compare(current: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    """Deltas when the suite hash matches; otherwise what changed in the suite itself."""
+    same_suite = current["suite"]["hash"] == previous["suite"]["hash"]
+    result: dict[str, Any] = {
+        "previous_run_id": previous.get("run_id"),
+        "same_suite": same_suite,
+        "judge_changed": _judge(current) != _judge(previous),
+        "models_changed": current.get("models") != previous.get("models"),
+        "cost": {
+            "spent_usd": _delta(current, previous, "cost", "spent_usd"),
+            "if_uncached_usd": _delta(current, previous, "cost", "if_uncached_usd"),
+        },
+        "latency": _latency(current, previous),
+        "calibration": _calibration(current, previous),
+    }
+    if same_suite:
+        result["win_rate_movements"] = _movements(current, previous)
+    else:
+        result["suite_changes"] = _suite_changes(current, previous)
+    return result
+
+
+def _judge(report: dict[str, Any]) -> Any:
+    return (report.get("headline") or {}).get("judge")
+
+
+def _delta(current: dict[str, Any], previous: dict[str, Any], *path: str) -> dict[str, Any]:
+    now, before = current, previous
+    for part in path:
+        now = (now or {}).get(part)
+        before = (before or {}).get(part)
+    change = (
+        now - before if isinstance(now, (int, float)) and isinstance(before, (int, float)) else None
+    )
+    return {"now": now, "before": before, "change": change}
+
+
+def _latency(current: dict[str, Any], previous: dict[str, Any]) -> list[dict[str, Any]]:
+    before = {row["model"]: row for row in previous.get("scorecard", [])}
+    rows = []
+    for row in current.get("scorecard", []):
+        old = before.get(row["model"])
+        if old is None:
+            continue
+        rows.append(
+            {
+                "model": row["model"],
+                "p50_change_s": _minus(row.get("latency_p50_s"), old.get("latency_p50_s")),
+                "p95_change_s": _minus(row.get("latency_p95_s"), old.get("latency_p95_s")),
+            }
+        )
+    return rows
+
+
+def _minus(a: Any, b: Any) -> float | None:
+    return a - b if isinstance(a, (int, float)) and isinstance(b, (int, float)) else None
+
+
+def _calibration(current: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    now = (current.get("headline") or {}).get("calibration") or {}
+    before = (previous.get("headline") or {}).get("calibration") or {}
+    return {
+        "status_now": now.get("status"),
+        "status_before": before.get("status"),
+        "kappa_now": now.get("kappa"),
+        "kappa_before": before.get("kappa"),
+        "kappa_change": _minus(now.get("kappa"), before.get("kappa")),
+    }
+
+
+def _movements(current: dict[str, Any], previous: dict[str, Any]) -> list[dict[str, Any]]:
+    def rates(report: dict[str, Any]) -> dict[tuple[str, str], float | None]:
+        rows = (report.get("headline") or {}).get("win_rates_per_task") or []
+        return {(r["candidate"], r["task"]): r["win_rate"] for r in rows}
+
+    now, before = rates(current), rates(previous)
+    moves = []
+    for key in sorted(set(now) & set(before)):
+        change = _minus(now[key], before[key])
+        if change is not None:
+            moves.append(
+                {
+                    "candidate": key[0],
+                    "task": key[1],
+                    "now": now[key],
+                    "before": before[key],
+                    "change": change,
+                }
+            )
+    moves.sort(key=lambda m: (m["change"], m["candidate"], m["task"]))
+    return moves
+
+
+def _suite_changes(current: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
+    now = current["suite"].get("task_hashes", {})
+    before = previous["suite"].get("task_hashes", {})
+    labels_now = current["suite"].get("label_counts", {})
+    labels_before = previous["suite"].get("label_counts", {})
+    return {
+        "tasks_added": sorted(set(now) - set(before)),
+        "tasks_removed": sorted(set(before) - set(now)),
+        "tasks_modified": sorted(t for t in set(now) & set(before) if now[t] != before[t]),
+        "label_count_changes": {
+            task: {"now": labels_now.get(task, 0), "before": labels_before.get(task, 0)}
+            for task in sorted(set(labels_now) | set(labels_before))
+            if labels_now.get(task, 0) != labels_before.get(task, 0)
+        },
+    }

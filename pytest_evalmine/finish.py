@@ -1,0 +1,126 @@
+"""Session finish, once per run (spec: "Run lifecycle" step 7): judge, calibrate, compare
+and write every suite's reports, and decide the run's exit code."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .adapters.base import AdapterRegistry
+from .canonical import sha256_hex
+from .compare import compare as compare_reports
+from .compare import find_previous
+from .compare import load as load_report
+from .compare import resolve as resolve_compare
+from .dispatch import Progress
+from .exitcodes import CALIBRATION_GATE_FAILED, STOPPED_OVER_BUDGET
+from .headline import Headline, run_headline
+from .records import AnswerRecord
+from .report import RunSummary, summarize, write_run
+from .session import EvalSession, models_hash, relative_to
+from .suite import Suite
+
+
+@dataclass(frozen=True)
+class FinishedSuite:
+    summary: RunSummary
+    run_dir: Path
+    fail_on_ineligible: bool
+
+
+def finish_run(
+    session: EvalSession,
+    *,
+    command: str,
+    report_root: Path,
+    judge_registry: AdapterRegistry | None,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> list[FinishedSuite]:
+    """Session finish, once per run: judge, calibrate, compare and write every suite's
+    reports. Provider trouble while judging becomes a note in the report, never an exception."""
+    by_suite: dict[str, list[AnswerRecord]] = {}
+    for record in session.records:
+        by_suite.setdefault(record.suite_file, []).append(record)
+    finished = []
+    for suite_file, records in sorted(by_suite.items()):
+        suite = session.load(Path(suite_file))
+        models = session.models_for(suite)
+        headline, note = _judge_suite(session, suite, records, models, judge_registry, on_progress)
+        summary = summarize(
+            run_id=session.run_id(suite),
+            records=records,
+            models=models,
+            models_hash=models_hash(models),
+            suite_name=suite.name,
+            suite_file=relative_to(suite.path, session.rootdir),
+            suite_hash=suite.hash,
+            cap_usd=session.resolve_cap(),
+            cap_source=session.cap_source,
+            estimate_usd=session.estimate.cost_usd if session.estimate else None,
+            record_mode=session.record_mode,
+            adapter_routing="fake (every model routed to the fake adapter)"
+            if session.settings.fake
+            else "by provider prefix",
+            prices_pinned=session.prices.pinned,
+            command=command,
+            task_hashes={t["id"]: sha256_hex(t) for t in suite.document["tasks"]},
+            label_counts=dict(Counter(label.task for label in suite.labels)),
+            headline=headline,
+            judge_note=note,
+        )
+        previous = _previous_report(session, suite, report_root)
+        if previous is not None:
+            summary = dataclasses.replace(
+                summary, changes=compare_reports(summary.to_json(), load_report(previous))
+            )
+        run_dir = write_run(summary, report_root)
+        fail = session.settings.fail_under_calibration or suite.judge.on_below_floor == "fail"
+        finished.append(FinishedSuite(summary, run_dir, fail))
+    return finished
+
+
+def exit_code(finished: Sequence[FinishedSuite]) -> int | None:
+    """Our exit code for the run, or None to keep pytest's: a budget stop first, then the
+    calibration gate where the suite or the option asks for it."""
+    if any(f.summary.partial for f in finished):
+        return STOPPED_OVER_BUDGET
+    for item in finished:
+        headline = item.summary.headline
+        if item.fail_on_ineligible and headline is not None and not headline.headline_eligible:
+            return CALIBRATION_GATE_FAILED
+    return None
+
+
+def _judge_suite(
+    session: EvalSession,
+    suite: Suite,
+    records: list[AnswerRecord],
+    models: list[str],
+    judge_registry: AdapterRegistry | None,
+    on_progress: Callable[[Progress], None] | None,
+) -> tuple[Headline | None, str | None]:
+    judge_model = session.judge_model_for(suite)
+    if judge_model is None:
+        return None, "no judge configured (set judge.model in the suite or --evalmine-judge)"
+    if len(models) < 2:
+        return None, "one model only: there is no candidate to compare with the baseline"
+    try:
+        dispatcher = session.dispatcher(
+            judge_registry or session.default_registry(), on_progress=on_progress
+        )
+        headline = run_headline(
+            suite, records, models, judge_model, dispatcher, gate_on=session.settings.kappa_gate
+        )
+    except Exception as exc:  # judging must never turn the run into a traceback
+        return None, f"judging failed: {type(exc).__name__}: {exc}"
+    return headline, None
+
+
+def _previous_report(session: EvalSession, suite: Suite, report_root: Path) -> Path | None:
+    reference = session.settings.compare
+    if reference:
+        return resolve_compare(reference, report_root, suite.name, session.rootdir)
+    return find_previous(report_root, suite.name)

@@ -1,0 +1,110 @@
+"""Session-finish judging of one suite: pairs, verdicts, calibration, win rates
+(spec: "Judge", "Calibration", "Win rate"). Pure core: the plugin hands in records and a
+dispatcher, and gets back one ``Headline`` for the reports."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .calibration import Calibration, calibrate
+from .dispatch import Dispatcher
+from .judge import JudgeRecord, judge_pairs, judge_record
+from .pairs import Pair, plan_pairs
+from .records import AnswerRecord
+from .suite import Suite
+from .winrate import PositionBias, WinRate, exclusions, position_bias, win_rates
+
+DAGGER = "\u2020"
+
+
+@dataclass
+class Headline:
+    judge: JudgeRecord
+    pairs: list[Pair]
+    calibration: Calibration
+    overall: list[WinRate]
+    per_task: list[WinRate]
+    bias: PositionBias
+    excluded: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def headline_eligible(self) -> bool:
+        return bool(self.overall) and all(rate.headline_eligible for rate in self.overall)
+
+    @property
+    def judge_calls_made(self) -> int:
+        return sum(1 for p in self.pairs for j in p.passes if j.attempts and not j.cached)
+
+    @property
+    def judge_calls_cached(self) -> int:
+        return sum(1 for p in self.pairs for j in p.passes if j.cached)
+
+    @property
+    def judge_cost_usd(self) -> float:
+        return sum(j.cost_usd for p in self.pairs for j in p.passes)
+
+    @property
+    def judge_cost_if_uncached_usd(self) -> float:
+        return sum(j.cost_if_uncached_usd for p in self.pairs for j in p.passes)
+
+    @property
+    def judge_not_run(self) -> bool:
+        return any(p.excluded == "judge_not_run" for p in self.pairs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge.to_dict(),
+            "headline_eligible": self.headline_eligible,
+            "calibration": self.calibration.to_dict(),
+            "win_rates": [rate.to_dict() for rate in self.overall],
+            "win_rates_per_task": [rate.to_dict() for rate in self.per_task],
+            "position_bias": self.bias.to_dict(),
+            "exclusions": self.excluded,
+            "pairs": {
+                "total": len(self.pairs),
+                "judged": sum(p.judged for p in self.pairs),
+                "excluded": sum(p.excluded is not None for p in self.pairs),
+            },
+            "judge_calls": {"made": self.judge_calls_made, "cached": self.judge_calls_cached},
+            "judge_cost": {
+                "spent_usd": self.judge_cost_usd,
+                "if_uncached_usd": self.judge_cost_if_uncached_usd,
+            },
+        }
+
+
+def judged_task_ids(suite: Suite) -> set[str]:
+    return {task.id for task in suite.tasks if task.judge}
+
+
+def run_headline(
+    suite: Suite,
+    records: Sequence[AnswerRecord],
+    models: Sequence[str],
+    judge_model: str,
+    dispatcher: Dispatcher,
+    *,
+    gate_on: str = "point",
+) -> Headline:
+    pairs = plan_pairs(records, models, judged_task_ids(suite))
+    judge_pairs(pairs, records, suite, judge_model, dispatcher)
+    calibration = calibrate(
+        suite.labels,
+        pairs,
+        min_kappa=suite.judge.min_kappa,
+        min_labels=suite.judge.min_labels,
+        gate_on=gate_on,
+        seed_text=suite.hash,
+    )
+    overall, per_task = win_rates(pairs, list(models[1:]), calibration, suite.hash)
+    return Headline(
+        judge=judge_record(suite, judge_model),
+        pairs=pairs,
+        calibration=calibration,
+        overall=overall,
+        per_task=per_task,
+        bias=position_bias(pairs),
+        excluded=exclusions(pairs),
+    )

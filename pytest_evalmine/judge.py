@@ -1,0 +1,207 @@
+"""The pairwise judge (spec: "Judge"): prompt, verdict schema, and judging every pair in both
+orders through the one dispatcher.
+
+The judge is an instrument: its model, rubric hash, prompt template version and verdict schema
+hash are recorded with every result, so a change to any of them is visible.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .adapters.base import Request
+from .canonical import sha256_hex
+from .checks import check_answer
+from .dispatch import OK, Dispatcher, Outcome, Planned
+from .pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
+from .records import AnswerRecord
+from .suite import Suite
+
+PROMPT_TEMPLATE_VERSION = "1"
+JUDGE_MAX_TOKENS = 300
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "winner": {"type": "string", "enum": ["1", "2", "tie"]},
+        "reason": {"type": "string"},
+    },
+    "required": ["winner", "reason"],
+    "additionalProperties": False,
+}
+SYSTEM_PROMPT = (
+    "You are a careful, impartial evaluator. You compare two answers to the same task and "
+    "decide which one serves the user better according to the rubric. The order of the "
+    "answers is arbitrary and must not influence you; neither must their length. Reply with "
+    "JSON only."
+)
+PROMPT_TEMPLATE = """\
+## Task given to the assistant
+{task_prompt}
+
+## Rubric
+{rubric}
+
+## Answer 1
+{answer_1}
+
+## Answer 2
+{answer_2}
+
+## Your verdict
+Reply with exactly one JSON object: {{"winner": "1" | "2" | "tie", "reason": "<one sentence>"}}.
+Say "tie" when neither answer is clearly better."""
+UNPARSEABLE = "unparseable"
+DEFAULT_RUBRIC = "Prefer the answer that is correct, complete and useful for the task."
+
+
+@dataclass(frozen=True)
+class JudgeRecord:
+    """What identifies the judge as an instrument (A7)."""
+
+    model: str
+    rubric_hash: str
+    prompt_template_version: str
+    verdict_schema_hash: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "model": self.model,
+            "rubric_hash": self.rubric_hash,
+            "prompt_template_version": self.prompt_template_version,
+            "verdict_schema_hash": self.verdict_schema_hash,
+        }
+
+
+def judge_record(suite: Suite, model: str) -> JudgeRecord:
+    rubrics = {"suite": suite.judge.rubric, "tasks": {t.id: t.rubric for t in suite.tasks}}
+    return JudgeRecord(
+        model=model,
+        rubric_hash=sha256_hex(rubrics),
+        prompt_template_version=PROMPT_TEMPLATE_VERSION,
+        verdict_schema_hash=sha256_hex(VERDICT_SCHEMA),
+    )
+
+
+def rubric_for(suite: Suite, task_id: str) -> str:
+    task = suite.task(task_id)
+    parts = [part for part in (suite.judge.rubric, task.rubric) if part]
+    return "\n\n".join(parts) or DEFAULT_RUBRIC
+
+
+def judge_request(
+    judge_model: str,
+    suite: Suite,
+    pair: Pair,
+    order: str,
+    answers: dict[str, str],
+    repeat: int = 0,
+) -> Request:
+    """The judge call for one pass. Model names, prices and latencies never reach the judge;
+    ``context`` is for adapters only (scripted test judges), never rendered."""
+    task = suite.task(pair.task)
+    case = next(c for c in task.cases if c.id == pair.case)
+    first, second = (
+        (pair.baseline, pair.candidate)
+        if order == BASELINE_FIRST
+        else (pair.candidate, pair.baseline)
+    )
+    prompt = PROMPT_TEMPLATE.format(
+        task_prompt=suite.render(task, case).prompt,
+        rubric=rubric_for(suite, pair.task),
+        answer_1=answers[first],
+        answer_2=answers[second],
+    )
+    return Request(
+        model=judge_model,
+        prompt=prompt,
+        system=SYSTEM_PROMPT,
+        max_tokens=JUDGE_MAX_TOKENS,
+        temperature=0.0,
+        schema=VERDICT_SCHEMA,
+        repeat=repeat,
+        context={
+            "purpose": "judge",
+            "task": pair.task,
+            "case": pair.case,
+            "order": order,
+            "baseline": pair.baseline,
+            "candidate": pair.candidate,
+        },
+    )
+
+
+def parse_verdict(text: str) -> tuple[str | None, str]:
+    """(winner, reason) from a judge answer; winner None when it is unusable."""
+    result = check_answer(text, VERDICT_SCHEMA)
+    if not result.passed:
+        failed = result.failed
+        return None, failed.message if failed else "unusable verdict"
+    return result.parsed["winner"], result.parsed["reason"]
+
+
+def judge_pairs(
+    pairs: Sequence[Pair],
+    records: Sequence[AnswerRecord],
+    suite: Suite,
+    judge_model: str,
+    dispatcher: Dispatcher,
+) -> None:
+    """Judge every non-excluded pair in both orders, filling ``pair.passes`` in place.
+
+    All passes go out as one concurrent batch. An unparseable verdict is asked once more as a
+    distinct request (repeat 1, cached like any call, so a rerun reproduces it); still
+    unusable, the pair is excluded as judge_unparseable. A provider error excludes it as
+    judge_error. Nothing raises past this function for a provider's sake.
+    """
+    answers = {(r.task, r.case, r.model): r.text or "" for r in records}
+    orders = (BASELINE_FIRST, CANDIDATE_FIRST)
+    todo = [p for p in pairs if p.excluded is None]
+    for repeat in (0, 1):
+        requests: list[tuple[Pair, str, Request]] = []
+        for pair in todo:
+            texts = {
+                pair.baseline: answers[(pair.task, pair.case, pair.baseline)],
+                pair.candidate: answers[(pair.task, pair.case, pair.candidate)],
+            }
+            for order in orders:
+                if repeat == 0 or _needs_retry(pair, order):
+                    request = judge_request(judge_model, suite, pair, order, texts, repeat)
+                    requests.append((pair, order, request))
+        if not requests:
+            break
+        planned = dispatcher.plan(request for _, _, request in requests)
+        outcomes = dispatcher.run(planned)
+        for (pair, order, _), plan in zip(requests, planned, strict=True):
+            _record_pass(pair, order, plan, outcomes[plan.key])
+        todo = [p for p in todo if any(_needs_retry(p, o) for o in orders)]
+    for pair in pairs:
+        if pair.excluded is None and not pair.judged:
+            kinds = {p.error_kind for p in pair.passes if p.winner_slot is None}
+            pair.excluded = "judge_unparseable" if kinds <= {UNPARSEABLE} else "judge_error"
+
+
+def _needs_retry(pair: Pair, order: str) -> bool:
+    return any(p.order == order and p.error_kind == UNPARSEABLE for p in pair.passes)
+
+
+def _record_pass(pair: Pair, order: str, plan: Planned, outcome: Outcome) -> None:
+    judge_pass = JudgePass(
+        order=order,
+        key=plan.key,
+        cached=outcome.cached,
+        cost_usd=outcome.cost_usd,
+        cost_if_uncached_usd=outcome.cost_if_uncached_usd,
+        attempts=outcome.attempts,
+    )
+    if outcome.status == OK and outcome.response is not None:
+        winner, reason = parse_verdict(outcome.response.text)
+        judge_pass.winner_slot = winner
+        judge_pass.reason = reason if winner else ""
+        if winner is None:
+            judge_pass.error, judge_pass.error_kind = reason, UNPARSEABLE
+    else:
+        judge_pass.error, judge_pass.error_kind = outcome.error, outcome.status
+    pair.passes = [p for p in pair.passes if not (p.order == order and p.winner_slot is None)]
+    pair.passes.append(judge_pass)

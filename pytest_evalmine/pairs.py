@@ -1,0 +1,154 @@
+"""Candidate-vs-baseline pairs: which are judged, which are excluded, and how a pair scores
+(spec: "Pairs and scoring")."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .records import ERROR, FAILED, NOT_RUN_BUDGET, PASSED, REPLAY_MISS, AnswerRecord
+
+BASELINE_FIRST = "baseline_first"
+CANDIDATE_FIRST = "candidate_first"
+WIN, LOSS, TIE = "win", "loss", "tie"
+
+# Candidate's verdicts in the two passes (order-free) -> score.
+SCORES = {
+    frozenset([WIN]): 1.0,
+    frozenset([LOSS]): 0.0,
+    frozenset([TIE]): 0.5,
+    frozenset([WIN, TIE]): 0.75,
+    frozenset([LOSS, TIE]): 0.25,
+    frozenset([WIN, LOSS]): 0.5,
+}
+EXCLUSION_REASONS = (
+    "provider_error",
+    "not_run",
+    "empty_answer",
+    "parse_fail",
+    "schema_fail",
+    "missing_answer",
+    "judge_error",
+    "judge_not_run",
+    "judge_unparseable",
+)
+
+
+@dataclass
+class JudgePass:
+    order: str
+    winner_slot: str | None = None  # "1", "2", "tie"; None when no usable verdict
+    reason: str = ""
+    key: str = ""
+    cached: bool = False
+    cost_usd: float = 0.0
+    cost_if_uncached_usd: float = 0.0
+    attempts: int = 0
+    error: str | None = None
+    error_kind: str | None = None
+
+    @property
+    def candidate_verdict(self) -> str | None:
+        """The verdict from the candidate's side: its answer sat in slot 2 when the baseline
+        went first, in slot 1 otherwise."""
+        if self.winner_slot is None:
+            return None
+        if self.winner_slot == "tie":
+            return TIE
+        candidate_slot = "2" if self.order == BASELINE_FIRST else "1"
+        return WIN if self.winner_slot == candidate_slot else LOSS
+
+
+@dataclass
+class Pair:
+    suite: str
+    task: str
+    case: str
+    baseline: str
+    candidate: str
+    excluded: str | None = None
+    passes: list[JudgePass] = field(default_factory=list)
+
+    @property
+    def judged(self) -> bool:
+        return self.excluded is None and len(self.verdicts) == 2
+
+    @property
+    def verdicts(self) -> list[str]:
+        return [v for v in (p.candidate_verdict for p in self.passes) if v is not None]
+
+    @property
+    def score(self) -> float | None:
+        return SCORES[frozenset(self.verdicts)] if self.judged else None
+
+    @property
+    def flip(self) -> bool:
+        return self.judged and set(self.verdicts) == {WIN, LOSS}
+
+    @property
+    def outcome(self) -> str | None:
+        """win / loss / tie (both passes agree), soft_win / soft_loss (one tie), flip."""
+        if not self.judged:
+            return None
+        verdicts = set(self.verdicts)
+        if len(verdicts) == 1:
+            return verdicts.pop()
+        if self.flip:
+            return "flip"
+        return "soft_win" if WIN in verdicts else "soft_loss"
+
+    @property
+    def category(self) -> str | None:
+        """The judge's preference for kappa: candidate above 0.5, baseline below, else tie."""
+        score = self.score
+        if score is None:
+            return None
+        return "candidate" if score > 0.5 else "baseline" if score < 0.5 else "tie"
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.update(score=self.score, category=self.category, flip=self.flip, outcome=self.outcome)
+        for entry, judge_pass in zip(data["passes"], self.passes, strict=True):
+            entry["candidate_verdict"] = judge_pass.candidate_verdict
+        return data
+
+
+def exclusion_reason(record: AnswerRecord | None) -> str | None:
+    """Why one side makes its pair unjudgeable, or None when the answer can be judged."""
+    if record is None:
+        return "missing_answer"
+    if record.outcome == ERROR:
+        return "provider_error"
+    if record.outcome in (NOT_RUN_BUDGET, REPLAY_MISS):
+        return "not_run"
+    if record.outcome == PASSED:
+        return None
+    if record.outcome == FAILED:
+        for name, reason in (("answer", "empty_answer"), ("parse", "parse_fail")):
+            if record.check_passed(name) is False:
+                return reason
+        return "schema_fail"
+    return "missing_answer"
+
+
+def plan_pairs(
+    records: Sequence[AnswerRecord], models: Sequence[str], judged_tasks: set[str]
+) -> list[Pair]:
+    """Every (task, case, candidate) of the run whose task is judged, in report order, with
+    its exclusion decided before any judge spend."""
+    baseline, candidates = models[0], list(models[1:])
+    by_key = {(r.task, r.case, r.model): r for r in records}
+    cases = sorted({(r.task, r.case) for r in records if r.task in judged_tasks})
+    pairs = []
+    for task, case in cases:
+        for candidate in candidates:
+            mine = by_key.get((task, case, candidate))
+            theirs = by_key.get((task, case, baseline))
+            if mine is None and theirs is None:
+                continue
+            suite = (mine or theirs).suite  # type: ignore[union-attr]
+            pair = Pair(suite, task, case, baseline, candidate)
+            pair.excluded = exclusion_reason(theirs) or exclusion_reason(mine)
+            pairs.append(pair)
+    return pairs

@@ -1,0 +1,234 @@
+"""The report's sections in their one order (spec: "report.md", "Terminal summary").
+
+report.md and the terminal summary both render this list, so they cannot drift apart; the
+terminal leaves out what is marked ``detail``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .headline import DAGGER, Headline
+from .render import HEADERS, money, scorecard_rows
+from .winrate import WinRate
+
+if TYPE_CHECKING:
+    from .report import RunSummary
+
+Table = tuple[Sequence[str], Sequence[Sequence[str]]]
+
+
+@dataclass
+class Section:
+    title: str
+    lines: list[str] = field(default_factory=list)
+    tables: list[Table] = field(default_factory=list)
+    detail_lines: list[str] = field(default_factory=list)
+    detail_tables: list[Table] = field(default_factory=list)
+
+
+def percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def number(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def flagged(rate: WinRate) -> str:
+    """A win rate as it may be shown: with a dagger and UNCALIBRATED unless eligible."""
+    if rate.win_rate is None:
+        return "-"
+    interval = (
+        f" [{percent(rate.interval.low)}, {percent(rate.interval.high)}]" if rate.interval else ""
+    )
+    text = f"{percent(rate.win_rate)}{interval}"
+    return text if rate.headline_eligible else f"{text}{DAGGER} UNCALIBRATED"
+
+
+def _counts(rate: WinRate) -> str:
+    o = rate.outcomes
+    return (
+        f"W/L/T {o['win']}/{o['loss']}/{o['tie']}, soft {o['soft_win']}/{o['soft_loss']}, "
+        f"flips {o['flip']}"
+    )
+
+
+def calibration_section(headline: Headline) -> Section:
+    cal = headline.calibration
+    kappa = cal.kappa
+    interval = f" [{number(cal.interval.low)}, {number(cal.interval.high)}]" if cal.interval else ""
+    section = Section("Calibration")
+    section.lines.append(
+        f"judge {headline.judge.model} vs your labels: kappa {number(kappa.value)}{interval}"
+        f" ({kappa.band or 'undefined'}), raw agreement {percent(kappa.observed_agreement)}, "
+        f"n={kappa.n} of {cal.labels_total} labels; status {cal.status.upper()}: {cal.reason()}"
+    )
+    if cal.inverted or cal.unmatched:
+        unmatched = ", ".join(f"{k} {v}" for k, v in cal.unmatched.items()) or "none"
+        section.detail_lines.append(
+            f"Labels with baseline and candidate swapped, inverted: {cal.inverted}. "
+            f"Not matched: {unmatched}."
+        )
+    names = ("baseline", "tie", "candidate")
+    rows = [
+        (f"human: {name}", *(str(v) for v in row))
+        for name, row in zip(names, kappa.confusion, strict=True)
+    ]
+    section.detail_tables.append((("", *(f"judge: {n}" for n in names)), rows))
+    if cal.per_task:
+        task_rows = [
+            (
+                row.task,
+                str(row.n),
+                percent(row.agreement),
+                number(row.kappa) if row.kappa is not None else "suppressed (<5)",
+            )
+            for row in cal.per_task
+        ]
+        section.detail_tables.append((("task", "labels", "agreement", "kappa"), task_rows))
+    return section
+
+
+def win_rate_section(headline: Headline, scores: Any) -> Section:
+    section = Section("Win rates (candidate vs baseline)")
+    for rate in headline.overall:
+        section.lines.append(
+            f"{rate.candidate}: {flagged(rate)}, {rate.title()}; {_counts(rate)}; "
+            f"flip rate {percent(rate.flip_rate)}"
+        )
+        if not rate.headline_eligible:
+            section.lines.append(
+                f"  {DAGGER} not a headline: " + "; ".join(rate.ineligible_reasons)
+            )
+    schema = ", ".join(
+        f"{s.model} {s.schema_all.passed}/{s.schema_all.n}" for s in scores if s.schema_all.n
+    )
+    if schema:
+        section.lines.append(f"schema pass rates: {schema}")
+    bias = headline.bias
+    section.lines.append(
+        f"judge position bias: slot 1 won {percent(bias.slot_1_share)} of "
+        f"{bias.decisive_passes} decisive passes"
+    )
+    return section
+
+
+def scorecard_section(summary: RunSummary) -> Section:
+    section = Section("Scorecard")
+    if summary.partial:
+        section.lines.append(
+            "PARTIAL RUN: the cost cap was reached; items marked not_run_budget were not sent"
+        )
+    section.tables.append((HEADERS, scorecard_rows(summary.scores)))
+    section.lines.append(
+        f"cost: {money(summary.spent_usd)} this run, {money(summary.if_uncached_usd)} if "
+        f"uncached (answers and judge); cap {money(summary.cap_usd)} ({summary.cap_source}); "
+        f"prices pinned {summary.prices_pinned}"
+    )
+    judge = summary.headline
+    judge_calls = (
+        f"; judge calls: {judge.judge_calls_made} made, {judge.judge_calls_cached} cached"
+        if judge
+        else ""
+    )
+    section.lines.append(
+        f"calls: {summary.calls_made} made, {summary.calls_cached} cached{judge_calls}; "
+        "outcomes: " + ", ".join(f"{k} {v}" for k, v in summary.outcomes.items())
+    )
+    return section
+
+
+def per_task_section(headline: Headline) -> Section:
+    rows = [
+        (rate.task or "", rate.candidate, str(rate.n), flagged(rate), _counts(rate))
+        for rate in headline.per_task
+    ]
+    section = Section("Per task, worst first")
+    section.tables.append((("task", "candidate", "pairs", "win rate", "counts"), rows))
+    return section
+
+
+def exclusions_section(headline: Headline) -> Section:
+    section = Section("Exclusions (pairs not judged)")
+    if not headline.excluded:
+        section.lines.append("none")
+    for candidate, reasons in headline.excluded.items():
+        section.lines.append(
+            f"{candidate}: " + ", ".join(f"{reason} {n}" for reason, n in reasons.items())
+        )
+    return section
+
+
+def changes_section(changes: dict[str, Any]) -> Section:
+    section = Section(f"What changed since {changes['previous_run_id']}")
+    if changes["judge_changed"]:
+        section.lines.append(
+            "the judge changed (model, rubric, prompt or verdict schema): calibration does not "
+            "carry over; relabel or recalibrate before comparing win rates"
+        )
+    cal = changes["calibration"]
+    if cal["status_now"] != cal["status_before"] or cal["kappa_change"]:
+        section.lines.append(
+            f"calibration: {cal['status_before']} -> {cal['status_now']}, kappa "
+            f"{number(cal['kappa_before'])} -> {number(cal['kappa_now'])}"
+        )
+    cost = changes["cost"]["if_uncached_usd"]
+    if cost["change"] is not None:
+        section.lines.append(f"cost if uncached: {money(cost['before'])} -> {money(cost['now'])}")
+    for row in changes["latency"]:
+        if row["p50_change_s"] is not None:
+            section.detail_lines.append(
+                f"{row['model']}: p50 {1000 * row['p50_change_s']:+.0f} ms, p95 "
+                f"{1000 * (row['p95_change_s'] or 0):+.0f} ms"
+            )
+    if changes["same_suite"]:
+        moves = changes.get("win_rate_movements", [])
+        rows = [
+            (
+                m["task"],
+                m["candidate"],
+                percent(m["before"]),
+                percent(m["now"]),
+                f"{100 * m['change']:+.1f} pts",
+            )
+            for m in moves
+        ]
+        if rows:
+            section.tables.append((("task", "candidate", "before", "now", "change"), rows))
+        else:
+            section.lines.append("no win-rate movements to compare")
+    else:
+        suite = changes["suite_changes"]
+        section.lines.append(
+            "the suite changed (different suite hash): no deltas. Tasks added: "
+            f"{', '.join(suite['tasks_added']) or 'none'}; removed: "
+            f"{', '.join(suite['tasks_removed']) or 'none'}; modified: "
+            f"{', '.join(suite['tasks_modified']) or 'none'}; label counts changed: "
+            + (
+                ", ".join(
+                    f"{t} {c['before']}->{c['now']}"
+                    for t, c in suite["label_count_changes"].items()
+                )
+                or "none"
+            )
+        )
+    return section
+
+
+def report_sections(summary: RunSummary) -> list[Section]:
+    """calibration, win rates, scorecard, per task, exclusions, what changed."""
+    headline = summary.headline
+    sections: list[Section] = []
+    if headline is not None:
+        sections += [calibration_section(headline), win_rate_section(headline, summary.scores)]
+    elif summary.judge_note:
+        sections.append(Section("Judge", lines=[summary.judge_note]))
+    sections.append(scorecard_section(summary))
+    if headline is not None:
+        sections += [per_task_section(headline), exclusions_section(headline)]
+    if summary.changes is not None:
+        sections.append(changes_section(summary.changes))
+    return sections

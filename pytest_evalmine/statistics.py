@@ -1,0 +1,144 @@
+"""Statistics (spec: "Statistics"): the one place each number is computed.
+
+Pure functions over plain lists; no numpy needed. Every bootstrap takes an explicit seed so a
+rerun of the same suite reproduces its intervals exactly.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+CATEGORIES = ("baseline", "tie", "candidate")
+BOOTSTRAP_RESAMPLES = 2000
+CONFIDENCE = 0.95
+# Landis & Koch (1977), "The measurement of observer agreement for categorical data".
+LANDIS_KOCH = (
+    (0.0, "poor"),
+    (0.20, "slight"),
+    (0.40, "fair"),
+    (0.60, "moderate"),
+    (0.80, "substantial"),
+    (1.0, "almost perfect"),
+)
+
+
+@dataclass(frozen=True)
+class Interval:
+    low: float
+    high: float
+
+    def to_dict(self) -> dict[str, float]:
+        return {"low": self.low, "high": self.high}
+
+
+@dataclass(frozen=True)
+class Kappa:
+    """Cohen's kappa of judge against human over ``CATEGORIES``.
+
+    ``confusion[h][j]`` counts pairs the human put in category h and the judge in j.
+    ``value`` is None when chance agreement is 1 (every rating in one shared category).
+    """
+
+    n: int
+    confusion: tuple[tuple[int, ...], ...]
+    observed_agreement: float | None
+    chance_agreement: float | None
+    value: float | None
+
+    @property
+    def band(self) -> str | None:
+        return landis_koch_band(self.value) if self.value is not None else None
+
+
+def confusion_matrix(pairs: Sequence[tuple[str, str]]) -> tuple[tuple[int, ...], ...]:
+    """Rows human, columns judge, in ``CATEGORIES`` order."""
+    index = {category: i for i, category in enumerate(CATEGORIES)}
+    matrix = [[0] * len(CATEGORIES) for _ in CATEGORIES]
+    for human, judge in pairs:
+        matrix[index[human]][index[judge]] += 1
+    return tuple(tuple(row) for row in matrix)
+
+
+def cohen_kappa(pairs: Sequence[tuple[str, str]]) -> Kappa:
+    """kappa = (p_o - p_e) / (1 - p_e), p_o = sum_i m_ii / n,
+    p_e = sum_i (row_i / n)(col_i / n)."""
+    matrix = confusion_matrix(pairs)
+    n = len(pairs)
+    if n == 0:
+        return Kappa(0, matrix, None, None, None)
+    size = len(CATEGORIES)
+    observed = sum(matrix[i][i] for i in range(size)) / n
+    rows = [sum(matrix[i]) for i in range(size)]
+    columns = [sum(matrix[r][i] for r in range(size)) for i in range(size)]
+    chance = sum(rows[i] * columns[i] for i in range(size)) / (n * n)
+    value = None if chance == 1 else (observed - chance) / (1 - chance)
+    return Kappa(n, matrix, observed, chance, value)
+
+
+def landis_koch_band(value: float) -> str:
+    if value < 0:
+        return "poor"
+    for upper, name in LANDIS_KOCH[1:]:
+        if value <= upper:
+            return name
+    return "almost perfect"
+
+
+def mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def percentile_bootstrap(
+    items: Sequence[T],
+    statistic: Callable[[Sequence[T]], float | None],
+    seed: int,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    confidence: float = CONFIDENCE,
+) -> tuple[Interval | None, int]:
+    """Percentile bootstrap: resample ``items`` with replacement ``resamples`` times, take the
+    (1-c)/2 and (1+c)/2 quantiles (type 7) of the statistic. Resamples where the statistic is
+    undefined (None) are skipped and counted; returns (interval or None, skipped)."""
+    if not items:
+        return None, 0
+    rng = random.Random(seed)
+    count = len(items)
+    values: list[float] = []
+    skipped = 0
+    for _ in range(resamples):
+        sample = [items[rng.randrange(count)] for _ in range(count)]
+        value = statistic(sample)
+        if value is None:
+            skipped += 1
+        else:
+            values.append(value)
+    if not values:
+        return None, skipped
+    tail = (1 - confidence) / 2
+    low = percentile(values, tail)
+    high = percentile(values, 1 - tail)
+    assert low is not None and high is not None
+    return Interval(low, high), skipped
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks (Hyndman-Fan type 7, numpy's default)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def seed_from(*parts: str) -> int:
+    """A bootstrap seed derived from text (the suite hash and what is being measured)."""
+    import hashlib
+
+    return int(hashlib.sha256("\x1f".join(parts).encode("utf-8")).hexdigest()[:16], 16)

@@ -1,0 +1,179 @@
+"""A real loopback HTTP server for adapter tests: scripted replies, recorded requests.
+
+Adapters are tested against actual sockets (not a mocked transport) so that timeouts, refused
+connections, dropped connections and truncated bodies go through httpx exactly as in
+production. Each test queues the replies it wants; the server answers requests in order and
+records what it received, so tests can assert the exact wire shape.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """One scripted answer.
+
+    ``delay_s`` holds the reply back (to force a client timeout); ``drop`` closes the
+    connection without answering ("Server disconnected without sending a response");
+    ``content_length`` overrides the header to announce more bytes than are sent.
+    """
+
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    drop: bool = False
+    content_length: int | None = None
+
+    @classmethod
+    def json(cls, status: int, payload: Any, headers: dict[str, str] | None = None) -> Reply:
+        return cls(status=status, body=json.dumps(payload).encode(), headers=headers or {})
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+    body: Any  # the parsed JSON, or None when the body was not JSON
+
+
+class LoopbackServer:
+    """Threaded HTTP server on 127.0.0.1 with an OS-chosen port."""
+
+    def __init__(self) -> None:
+        self.replies: queue.Queue[Reply] = queue.Queue()
+        self.requests: list[Received] = []
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        # Handler threads must never keep the test process alive.
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._serve, name="loopback-http", daemon=True)
+        self._serving = threading.Event()
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def add(self, *replies: Reply) -> None:
+        for reply in replies:
+            self.replies.put(reply)
+
+    def start(self) -> None:
+        self._thread.start()
+        # The socket already listens (bound in the constructor); this waits until the accept
+        # loop runs, so the first request is answered without relying on the backlog.
+        self._serving.wait()
+
+    def stop(self) -> None:
+        self._stopping.set()  # wakes handlers parked in a delay
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join()
+
+    def _serve(self) -> None:
+        self._serving.set()
+        self._httpd.serve_forever(poll_interval=0.05)
+
+    def _record(self, received: Received) -> None:
+        with self._lock:
+            self.requests.append(received)
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real APIs
+            disable_nagle_algorithm = True
+
+            def do_POST(self) -> None:
+                self._handle()
+
+            def do_GET(self) -> None:
+                self._handle()
+
+            def _handle(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = None
+                server._record(
+                    Received(
+                        method=self.command,
+                        path=self.path,
+                        headers={k.lower(): v for k, v in self.headers.items()},
+                        raw=raw,
+                        body=body,
+                    )
+                )
+                try:
+                    reply = server.replies.get_nowait()
+                except queue.Empty:
+                    reply = Reply.json(599, {"error": {"message": "no scripted reply left"}})
+                if reply.delay_s and server._stopping.wait(reply.delay_s):
+                    self.close_connection = True
+                    return
+                if reply.drop:
+                    self.close_connection = True
+                    return
+                self._send(reply)
+
+            def _send(self, reply: Reply) -> None:
+                length = len(reply.body) if reply.content_length is None else reply.content_length
+                head = [f"HTTP/1.1 {reply.status} Scripted"]
+                headers = {"Content-Type": "application/json", **reply.headers}
+                head += [f"{name}: {value}" for name, value in headers.items()]
+                head.append(f"Content-Length: {length}")
+                if reply.content_length is not None:
+                    # The announced length is a lie: close so the client sees a short body.
+                    head.append("Connection: close")
+                    self.close_connection = True
+                data = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + reply.body
+                try:
+                    # One write: status line, headers and body leave in a single segment.
+                    self.wfile.write(data)
+                    self.wfile.flush()
+                except OSError:
+                    self.close_connection = True  # the client gave up (e.g. its timeout)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None  # keep test output clean
+
+        return Handler
+
+
+@contextmanager
+def running_server() -> Iterator[LoopbackServer]:
+    server = LoopbackServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextmanager
+def refused_url() -> Iterator[str]:
+    """A URL whose port is bound but not listening: connecting is refused at once, and no
+    other process can take the port while the socket is held."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        sock.close()
