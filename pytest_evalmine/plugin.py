@@ -53,6 +53,10 @@ def pytest_configure(config: pytest.Config) -> None:
         except ValueError as exc:
             raise pytest.UsageError(f"--evalmine-fake-fault={spec}: {exc}") from None
     config.pluginmanager.register(Reporter(config), "evalmine-reporter")
+    if config.pluginmanager.hasplugin("html"):
+        from .html_report import HtmlHooks
+
+        config.pluginmanager.register(HtmlHooks(config, FINISHED_KEY), "evalmine-html")
     config.addinivalue_line(
         "markers",
         "evalmine(suite, task, kind, model, provider): a suite item; select with e.g. "
@@ -258,6 +262,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     record = item.stash.get(ITEM_RECORD_KEY, None)
     if record is not None and (call.when == "call" or (call.when == "setup" and report.failed)):
         setattr(report, RECORD_ATTRIBUTE, record.to_dict())
+        if item.config.pluginmanager.hasplugin("html"):
+            from .html_report import add_item_extra
+
+            add_item_extra(report, record)
     return report
 
 

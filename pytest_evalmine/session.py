@@ -265,7 +265,8 @@ class EvalSession:
         texts: dict[tuple[Path, str, str, str], str] = {}
         for spec, plan in zip(specs, planned, strict=True):
             hit = self.store.get(plan.key) if reads else None
-            placeholder = "x" * (4 * spec.task.params.max_tokens)
+            # Never sent; distinct per model so the two orders do not collapse into one key.
+            placeholder = f"{len(texts)}:" + "x" * (4 * spec.task.params.max_tokens)
             key = (spec.suite.path, spec.task.id, spec.case.id, spec.model)
             texts[key] = hit.response.text if hit else placeholder
         requests = []

@@ -433,6 +433,19 @@ def test_auth_errors_are_not_retried(server: LoopbackServer, status: int) -> Non
     assert (error.kind, error.retryable, error.status) == ("auth", False, status)
 
 
+@pytest.mark.parametrize(
+    ("status", "header", "retryable"), [(400, "true", True), (500, "false", False)]
+)
+def test_x_should_retry_overrides_the_status(
+    server: LoopbackServer, status: int, header: str, retryable: bool
+) -> None:
+    # Both providers send it and both SDKs obey it: the server knows best.
+    server.add(
+        Reply.json(status, error_body("api_error", "try later"), headers={"x-should-retry": header})
+    )
+    assert failure(adapter_for(server), request()).retryable is retryable
+
+
 def test_non_json_error_page_is_still_classified(server: LoopbackServer) -> None:
     page = b"<html><body><h1>502 Bad Gateway</h1></body></html>"
     server.add(Reply(status=502, body=page, headers={"Content-Type": "text/html"}))

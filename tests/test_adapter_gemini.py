@@ -191,6 +191,18 @@ def test_untranslatable_schema_falls_back_to_prompted_json(
     assert body["systemInstruction"] == {"parts": [{"text": "Be terse."}]}
 
 
+def test_property_order_of_the_schema_is_kept() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"zeta": {"type": "string"}, "alpha": {"type": "string"}},
+        "required": ["zeta", "alpha"],
+    }
+    body = GeminiAdapter().body(Request(model=MODEL, prompt="p", schema=schema))
+    sent = body["generationConfig"]["responseSchema"]
+    assert sent["propertyOrdering"] == ["zeta", "alpha"]
+    assert list(sent["properties"]) == ["zeta", "alpha"]
+
+
 def test_schema_mode_is_decided_from_the_schema_alone() -> None:
     adapter = GeminiAdapter()
     native = Request(model=MODEL, prompt="p", schema={"type": "string"})

@@ -20,7 +20,6 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
-from ..canonical import canonical_json
 from .base import SCHEMA_NATIVE, SCHEMA_PROMPTED, AdapterError, Request, Response, Usage
 from .http import (
     ClientHolder,
@@ -371,14 +370,15 @@ def _copy(
 
 
 @lru_cache(maxsize=256)
-def _translate_cached(canonical: str) -> tuple[str | None, str | None]:
-    translated, reason = translate_schema(json.loads(canonical))
+def _translate_cached(text: str) -> tuple[str | None, str | None]:
+    translated, reason = translate_schema(json.loads(text))
     return (None if translated is None else json.dumps(translated)), reason
 
 
 def _translation(schema: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
-    """``translate_schema`` memoized on the canonical schema; returns a fresh copy."""
-    translated, reason = _translate_cached(canonical_json(schema))
+    """``translate_schema`` memoized on the schema's JSON text, key order kept (it becomes
+    ``propertyOrdering``); returns a fresh copy."""
+    translated, reason = _translate_cached(json.dumps(schema, ensure_ascii=False))
     return (None if translated is None else json.loads(translated)), reason
 
 

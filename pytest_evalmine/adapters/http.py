@@ -87,7 +87,7 @@ class ClientHolder:
 
     def get(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
-        if self._client is None or self._client.is_closed:
+        if self._client is None or self._loop is not loop or self._client.is_closed:
             self._client = httpx.AsyncClient(**self._options)
             self._loop = loop
         return self._client
