@@ -117,11 +117,13 @@ class Dispatcher:
     concurrency: int = 8
     retries: int = 2
     backoff_s: float = 0.5
+    rpm: dict[str, int] = field(default_factory=dict)
     on_progress: Callable[[Progress], None] | None = None
     owner: str = field(default_factory=process_owner)
     budget_exhausted: bool = False
     _in_flight: int = field(default=0, init=False, repr=False)
     _settled: asyncio.Event | None = field(default=None, init=False, repr=False)
+    _pacers: dict[str, _Pacer] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.record not in RECORD_MODES:
@@ -196,6 +198,7 @@ class Dispatcher:
         unique = {p.key: p for p in planned}
         progress = Progress(total=len(unique))
         limits: dict[str, asyncio.Semaphore] = {}
+        self._pacers = {name: _Pacer(60.0 / per_minute) for name, per_minute in self.rpm.items()}
         for item in unique.values():
             limits.setdefault(item.adapter.name, asyncio.Semaphore(max(1, self.concurrency)))
 
@@ -281,6 +284,9 @@ class Dispatcher:
         attempts = 0
         while True:
             attempts += 1
+            pacer = self._pacers.get(item.adapter.name)
+            if pacer is not None:
+                await pacer.wait()
             try:
                 response = await asyncio.wait_for(
                     item.adapter.complete(item.request),
@@ -356,6 +362,23 @@ class Dispatcher:
         if retry_after_s is not None:
             return retry_after_s
         return min(20.0, self.backoff_s * 2 ** (attempt - 1)) * (1 + random.random() / 4)
+
+
+class _Pacer:
+    """Spaces the starts of one provider's calls (retries included) by ``interval_s``."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self.next_start = 0.0
+        self.lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        async with self.lock:
+            loop = asyncio.get_running_loop()
+            delay = self.next_start - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            self.next_start = loop.time() + self.interval_s
 
 
 async def _prepare_all(preparing: list[tuple[Adapter, list[str]]]) -> None:

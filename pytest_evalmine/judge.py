@@ -14,7 +14,7 @@ from typing import Any
 from .adapters.base import Request
 from .canonical import sha256_hex
 from .checks import check_answer
-from .dispatch import OK, Dispatcher, Outcome, Planned
+from .dispatch import BUDGET, OK, REPLAY_MISS, Dispatcher, Outcome, Planned
 from .pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
 from .records import AnswerRecord
 from .suite import Suite
@@ -179,7 +179,12 @@ def judge_pairs(
     for pair in pairs:
         if pair.excluded is None and not pair.judged:
             kinds = {p.error_kind for p in pair.passes if p.winner_slot is None}
-            pair.excluded = "judge_unparseable" if kinds <= {UNPARSEABLE} else "judge_error"
+            if kinds <= {UNPARSEABLE}:
+                pair.excluded = "judge_unparseable"
+            elif kinds & {BUDGET, REPLAY_MISS}:
+                pair.excluded = "judge_not_run"
+            else:
+                pair.excluded = "judge_error"
 
 
 def _needs_retry(pair: Pair, order: str) -> bool:

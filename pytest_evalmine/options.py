@@ -105,6 +105,21 @@ OPTIONS: tuple[Option, ...] = (
         metavar="SPEC",
     ),
     Option(
+        "endpoint",
+        "a named OpenAI-compatible or Ollama endpoint: NAME=BASE_URL[,kind=ollama][,key_env=VAR]"
+        "[,free|input=P,output=P][,rpm=N][,prompted] (repeatable)",
+        kind="list",
+        default=[],
+        metavar="SPEC",
+    ),
+    Option(
+        "rpm",
+        "requests per minute for one provider: PROVIDER=N (repeatable)",
+        kind="list",
+        default=[],
+        metavar="PROVIDER=N",
+    ),
+    Option(
         "judge", "judge model (provider/model); default: the suite's judge.model", metavar="MODEL"
     ),
     Option(

@@ -67,6 +67,10 @@ class PriceTable:
     def known(self) -> list[str]:
         return sorted(row.model for row in self.rows)
 
+    def with_rows(self, rows: tuple[PriceRow, ...]) -> PriceTable:
+        """The table with ``rows`` winning over rows for the same model."""
+        return PriceTable(pinned=self.pinned, rows=self.merged(PriceTable("", rows)).rows)
+
     def merged(self, other: PriceTable) -> PriceTable:
         """``other``'s rows win over rows for the same model."""
         mine = [row for row in self.rows if row.model not in {r.model for r in other.rows}]

@@ -28,6 +28,7 @@ from .dispatch import (
     Planned,
     Progress,
 )
+from .endpoints import Endpoint, from_suite, parse_option
 from .errors import EvalmineError, RefusedError
 from .judge import judge_request
 from .options import HOME_ENV, cap_from
@@ -119,10 +120,34 @@ class EvalSession:
 
     @property
     def prices(self) -> PriceTable:
+        """The shipped table, the user's extra table, then the endpoints' declared costs."""
         if self._prices is None:
             extra = self.settings.prices
-            self._prices = load_prices(self.rootdir / extra if extra else None)
+            table = load_prices(self.rootdir / extra if extra else None)
+            rows = tuple(row for e in self.endpoints() if (row := e.price_row()) is not None)
+            self._prices = table.with_rows(rows)
         return self._prices
+
+    def endpoints(self) -> list[Endpoint]:
+        """Endpoints declared by the loaded suites, then by options (which win by name)."""
+        by_name = {
+            name: from_suite(name, raw)
+            for suite in self.suites.values()
+            for name, raw in sorted(suite.endpoints.items())
+        }
+        for spec in self.settings.endpoint:
+            endpoint = parse_option(spec)
+            by_name[endpoint.name] = endpoint
+        return [by_name[name] for name in sorted(by_name)]
+
+    def rpm_limits(self) -> dict[str, int]:
+        limits = {e.name: e.rpm for e in self.endpoints() if e.rpm}
+        for spec in self.settings.rpm:
+            provider, sep, value = spec.partition("=")
+            if not sep or not value.isdigit() or int(value) < 1:
+                raise EvalmineError(f"--evalmine-rpm={spec}: expected PROVIDER=N with N >= 1")
+            limits[provider] = int(value)
+        return limits
 
     @property
     def record_mode(self) -> str:
@@ -140,7 +165,9 @@ class EvalSession:
         except ValueError as exc:
             raise EvalmineError(f"--evalmine-fake-fault: {exc}") from None
         options = FakeOptions(latency_s=self.settings.fake_latency, faults=faults)
-        return default_registry(fake_everything=self.settings.fake, fake_options=options)
+        return default_registry(
+            fake_everything=self.settings.fake, fake_options=options, endpoints=self.endpoints()
+        )
 
     def close(self) -> None:
         if self._store is not None:
@@ -207,6 +234,7 @@ class EvalSession:
             record=self.record_mode,
             concurrency=max(1, self.settings.concurrency // max(1, concurrency_share)),
             retries=self.settings.retries,
+            rpm=self.rpm_limits(),
             on_progress=on_progress,
         )
 

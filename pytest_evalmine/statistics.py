@@ -10,6 +10,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -73,12 +74,13 @@ def cohen_kappa(pairs: Sequence[tuple[str, str]]) -> Kappa:
     if n == 0:
         return Kappa(0, matrix, None, None, None)
     size = len(CATEGORIES)
-    observed = sum(matrix[i][i] for i in range(size)) / n
+    # Exact fractions: a kappa of exactly 0.4 must meet a 0.40 floor, not miss it by 1e-16.
+    observed = Fraction(sum(matrix[i][i] for i in range(size)), n)
     rows = [sum(matrix[i]) for i in range(size)]
     columns = [sum(matrix[r][i] for r in range(size)) for i in range(size)]
-    chance = sum(rows[i] * columns[i] for i in range(size)) / (n * n)
-    value = None if chance == 1 else (observed - chance) / (1 - chance)
-    return Kappa(n, matrix, observed, chance, value)
+    chance = Fraction(sum(rows[i] * columns[i] for i in range(size)), n * n)
+    value = None if chance == 1 else float((observed - chance) / (1 - chance))
+    return Kappa(n, matrix, float(observed), float(chance), value)
 
 
 def landis_koch_band(value: float) -> str:

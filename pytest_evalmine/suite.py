@@ -24,6 +24,7 @@ API_KEY_PATTERNS = (
     ("OpenAI", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
     ("Google", re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}")),
 )
+RUN_CHOICES = ("models", "limits", "endpoints")
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MIN_KAPPA = 0.40
@@ -112,6 +113,7 @@ class Suite:
     labels: tuple[Label, ...]
     hash: str
     document: dict[str, Any] = field(repr=False, compare=False)
+    endpoints: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def task(self, task_id: str) -> Task:
         for task in self.tasks:
@@ -141,12 +143,13 @@ def load_suite(path: str | Path, shown: str | None = None) -> Suite:
 
 
 def suite_hash(document: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of the inlined suite without ``models`` and ``limits``.
+    """sha256 of the canonical JSON of the inlined suite without ``models``, ``limits`` and
+    ``endpoints``.
 
-    The model list and the budget are choices of a run, not of the suite: the same tasks and
-    labels compared across different models must keep one suite hash.
+    The model list, the budget and where models are served are choices of a run, not of the
+    suite: the same tasks and labels compared across different models keep one suite hash.
     """
-    content = {k: v for k, v in document.items() if k not in ("models", "limits")}
+    content = {k: v for k, v in document.items() if k not in RUN_CHOICES}
     return sha256_hex(content)
 
 
@@ -401,6 +404,7 @@ def _build(document: dict[str, Any], path: Path, shown: str) -> Suite:
         labels=tuple(_build_labels(document.get("labels", []), tasks, shown)),
         hash=suite_hash(document),
         document=document,
+        endpoints=dict(document.get("endpoints", {})),
     )
     for task in suite.tasks:
         for case in task.cases:

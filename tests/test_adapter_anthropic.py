@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import Any
 
+import httpx
 import pytest
 
 from pytest_evalmine.adapters.anthropic import (
@@ -540,13 +541,12 @@ def test_check_ready_passes_with_the_variable_set(server: LoopbackServer) -> Non
 
 
 def test_adapter_survives_a_new_event_loop_per_batch(server: LoopbackServer) -> None:
-    # The dispatcher runs one asyncio loop per batch; a client bound to the first loop must
-    # not be reused on the second.
+    # The dispatcher runs one asyncio loop per batch and closes the adapter at its end; the
+    # adapter must open a fresh client on the next batch's loop.
     server.add(Reply.json(200, MESSAGE_OK), Reply.json(200, MESSAGE_OK))
     adapter = adapter_for(server)
-    first = asyncio.run(adapter.complete(request()))
-    second = asyncio.run(adapter.complete(request()))
-    asyncio.run(adapter.aclose())
+    first = call(adapter, request())
+    second = call(adapter, request())
     assert first.text == second.text == '{"label": "billing"}'
     assert len(server.requests) == 2
 
@@ -580,3 +580,18 @@ def test_client_holder_closes_its_client() -> None:
         return client.is_closed
 
     assert asyncio.run(use()) is True
+
+
+def test_client_holder_never_hands_out_a_client_of_another_loop() -> None:
+    # An AsyncClient's pool is bound to the loop that opened it; reusing it on a new loop
+    # fails on the first pooled connection. (No request is made: nothing to leak.)
+    holder = ClientHolder()
+
+    async def get() -> httpx.AsyncClient:
+        return holder.get()
+
+    first = asyncio.run(get())
+    second = asyncio.run(get())
+    assert second is not first
+    asyncio.run(holder.aclose())  # from a third loop: forgets the client, never awaits it
+    assert not second.is_closed

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_evalmine.adapters.base import AdapterError, Request, Response, Usage, cache_key
+from pytest_evalmine.adapters.http import secrets_in
 from pytest_evalmine.adapters.openai import OpenAIAdapter, accepts_sampling, strict_compatible
 
 from .http_server import LoopbackServer, Reply, refused_url, running_server
@@ -578,3 +579,9 @@ def test_blank_variable_counts_as_missing(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv(ENV, "  ")
     with pytest.raises(AdapterError, match=ENV):
         OpenAIAdapter(api_key_env=ENV).check_ready()
+
+
+def test_bearer_token_is_a_secret_with_and_without_its_scheme() -> None:
+    # post_json redacts these from transport errors when an adapter passes no secrets.
+    found = secrets_in({"Authorization": f"Bearer {PLAIN_KEY}", "Content-Type": "x"})
+    assert found == [f"Bearer {PLAIN_KEY}", PLAIN_KEY]

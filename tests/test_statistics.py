@@ -363,7 +363,7 @@ def test_bootstrap_confidence_and_resamples_are_honoured() -> None:
 def test_seed_from_is_stable() -> None:
     expected = int(hashlib.sha256(b"abc123\x1fkappa").hexdigest()[:16], 16)
     assert seed_from("abc123", "kappa") == expected == 0x4A77C8CDF435D278
-    digest = hashlib.sha256("abc123\x1fwin_rate\x1ffake/beta\x1f".encode()).hexdigest()
+    digest = hashlib.sha256(b"abc123\x1fwin_rate\x1ffake/beta\x1f").hexdigest()
     assert seed_from("abc123", "win_rate", "fake/beta", "") == int(digest[:16], 16)
     assert seed_from("abc123", "win_rate", "fake/beta", "") == 0xB810D1E27B54A7DB
     assert seed_from("abc123", "kappa") != seed_from("abc124", "kappa")

@@ -1,0 +1,107 @@
+"""Named endpoints (spec: "Endpoints"): OpenAI-compatible servers and Ollama hosts declared in
+the suite or on the command line, each with its base URL, token variable and declared cost.
+
+A model string ``NAME/model`` is served by endpoint NAME. An endpoint without a declared cost
+adds no price row, so its models are refused before any call like any unpriced model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import EvalmineError
+from .prices import PriceRow
+
+KINDS = ("openai-compatible", "ollama")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    name: str
+    base_url: str
+    kind: str = "openai-compatible"
+    api_key_env: str | None = None
+    native_schema: bool = True
+    free: bool = False
+    input_price: float | None = None
+    output_price: float | None = None
+    cached_input_price: float | None = None
+    rpm: int | None = None
+
+    def price_row(self) -> PriceRow | None:
+        if self.free:
+            return PriceRow(
+                model=f"{self.name}/*", input=0.0, output=0.0, cached_input=0.0,
+                cache_write=0.0, source=f"endpoint {self.name}: declared free", read="declared",
+            )  # fmt: skip
+        if self.input_price is None or self.output_price is None:
+            return None
+        return PriceRow(
+            model=f"{self.name}/*",
+            input=self.input_price,
+            output=self.output_price,
+            cached_input=self.cached_input_price,
+            cache_write=None,
+            source=f"endpoint {self.name}: declared prices",
+            read="declared",
+        )
+
+    def factory(self) -> Any:
+        if self.kind == "ollama":
+            from .adapters.ollama import OllamaAdapter
+
+            return lambda: OllamaAdapter(base_url=self.base_url)
+        from .adapters.openai import OpenAIAdapter
+
+        return lambda: OpenAIAdapter(
+            name=self.name,
+            base_url=self.base_url,
+            api_key_env=self.api_key_env,
+            native_schema=self.native_schema,
+        )
+
+
+def from_suite(name: str, raw: dict[str, Any]) -> Endpoint:
+    """From a suite's ``endpoints`` mapping (already validated by the suite schema)."""
+    cost = raw.get("cost")
+    prices = cost if isinstance(cost, dict) else {}
+    return Endpoint(
+        name=name,
+        base_url=raw["base_url"],
+        kind=raw.get("kind", "openai-compatible"),
+        api_key_env=raw.get("api_key_env"),
+        native_schema=raw.get("native_schema", True),
+        free=cost == "free",
+        input_price=prices.get("input"),
+        output_price=prices.get("output"),
+        cached_input_price=prices.get("cached_input"),
+        rpm=raw.get("rpm"),
+    )
+
+
+def parse_option(spec: str) -> Endpoint:
+    """``NAME=BASE_URL[,kind=ollama][,key_env=VAR][,free][,input=P,output=P][,rpm=N]
+    [,prompted]``, as given to ``--evalmine-endpoint``."""
+    head, *options = [part.strip() for part in spec.split(",")]
+    name, sep, base_url = head.partition("=")
+    if not sep or not name or not base_url:
+        raise EvalmineError(f"--evalmine-endpoint={spec}: expected NAME=BASE_URL[,options]")
+    fields: dict[str, Any] = {"name": name, "base_url": base_url}
+    for option in options:
+        key, _, value = option.partition("=")
+        if key == "free" and not value:
+            fields["free"] = True
+        elif key == "prompted" and not value:
+            fields["native_schema"] = False
+        elif key == "kind" and value in KINDS:
+            fields["kind"] = value
+        elif key == "key_env" and value:
+            fields["api_key_env"] = value
+        elif key in ("input", "output", "cached_input") and value:
+            fields[f"{key}_price"] = float(value)
+        elif key == "rpm" and value.isdigit():
+            fields["rpm"] = int(value)
+        else:
+            raise EvalmineError(f"--evalmine-endpoint={spec}: cannot read option {option!r}")
+    return Endpoint(**fields)
