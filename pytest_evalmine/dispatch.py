@@ -36,6 +36,8 @@ OK, ERROR, BUDGET, REPLAY_MISS = "ok", "error", "budget", "replay_miss"
 TIMEOUT_SLACK_S = 5.0
 CLAIM_POLL_S = 0.05
 RESERVE_OVERHEAD_TOKENS = 64
+# A provider asking for a longer pause (a daily quota, say) will not recover within a run.
+MAX_RETRY_AFTER_S = 120.0
 ESTIMATE_OVERHEAD_TOKENS = 8
 
 
@@ -294,6 +296,14 @@ class Dispatcher:
                 )
             except (AdapterError, asyncio.TimeoutError) as exc:
                 error = exc if isinstance(exc, AdapterError) else _timeout_error(item.request)
+                if error.retryable and (error.retry_after_s or 0) > MAX_RETRY_AFTER_S:
+                    error = AdapterError(
+                        error.kind,
+                        f"{error} (the provider asked to wait {error.retry_after_s:.0f} s, more "
+                        f"than the {MAX_RETRY_AFTER_S:.0f} s a run waits)",
+                        retryable=False,
+                        status=error.status,
+                    )
                 if error.retryable and attempts <= self.retries:
                     await asyncio.sleep(self._backoff(attempts, error.retry_after_s))
                     continue

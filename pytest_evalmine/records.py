@@ -24,6 +24,7 @@ class AnswerRecord:
     schema_mode: str | None = None
     finish_reason: str | None = None
     tokens: dict[str, int] = field(default_factory=dict)
+    usage_reported: bool = True
     cost_usd: float = 0.0
     cost_if_uncached_usd: float = 0.0
     latency_s: float | None = None

@@ -36,6 +36,8 @@ def _ms(seconds: float | None) -> str:
 def scorecard_rows(scores: Sequence[ModelScore]) -> list[tuple[str, ...]]:
     rows = []
     for score in scores:
+        # Some answer came without usage: its cost is estimated from text, a lower bound.
+        bound = ">=" if score.cost_lower_bound else ""
         rows.append(
             (
                 score.model + (" (baseline)" if score.baseline else ""),
@@ -44,8 +46,8 @@ def scorecard_rows(scores: Sequence[ModelScore]) -> list[tuple[str, ...]]:
                 _rate(score.schema_prompted),
                 _ms(score.latency_p50_s) + f" (n={score.latency_n})",
                 _ms(score.latency_p95_s),
-                money(score.cost_usd),
-                money(score.cost_if_uncached_usd),
+                bound + money(score.cost_usd),
+                bound + money(score.cost_if_uncached_usd),
             )
         )
     return rows

@@ -41,6 +41,7 @@ class ModelScore:
     cost_usd: float
     cost_if_uncached_usd: float
     cached: int
+    cost_lower_bound: bool = False
 
     @property
     def schema_all(self) -> Rate:
@@ -83,6 +84,7 @@ def score_models(records: Sequence[AnswerRecord], models: Sequence[str]) -> list
                 cost_usd=sum(r.cost_usd for r in mine),
                 cost_if_uncached_usd=sum(r.cost_if_uncached_usd for r in mine),
                 cached=sum(r.cached for r in mine),
+                cost_lower_bound=any(not r.usage_reported for r in answered),
             )
         )
     return scores

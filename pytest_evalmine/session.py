@@ -357,7 +357,9 @@ class EvalSession:
         record.checks = [dataclasses.asdict(check) for check in result.checks]
         record.schema_mode = response.schema_mode
         record.finish_reason = response.finish_reason
-        record.tokens = dataclasses.asdict(response.usage)
+        usage = dataclasses.asdict(response.usage)
+        record.usage_reported = usage.pop("reported")
+        record.tokens = usage
         record.latency_s = response.latency_s
         record.provider_request_id = response.provider_request_id
         if not result.passed:

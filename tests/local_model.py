@@ -53,11 +53,13 @@ LOG_TAIL_LINES = 80
 
 @dataclass(frozen=True)
 class LlamaServer:
-    """A running server. ``base_url`` ends in ``/v1`` (OpenAI-compatible)."""
+    """A running server. ``base_url`` ends in ``/v1`` (OpenAI-compatible); ``model`` is the name
+    the server answers with (it accepts any ``model`` in requests: it serves only this one)."""
 
     base_url: str
     model: str
     port: int
+    pid: int
     log_path: Path
 
     @property
@@ -119,21 +121,22 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def _wait_ready(
-    proc: subprocess.Popen[bytes], root_url: str, deadline: float
-) -> tuple[bool, str | None]:
-    """Poll /health until 200. Returns (ready, model id); (False, None) if the process exited."""
+def _wait_ready(proc: subprocess.Popen[bytes], root_url: str, deadline: float) -> str | None:
+    """Poll /health until it answers 200, then return the model id the server reports.
+
+    None if the process exited first; raises TimeoutError at the deadline.
+    """
     delay = 0.02
     with httpx.Client(timeout=2.0) as client:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                return False, None
+                return None
             try:
                 if client.get(f"{root_url}/health").status_code == 200:
                     models = client.get(f"{root_url}/v1/models").json()
-                    return True, models["data"][0]["id"]
+                    return models["data"][0]["id"]
             except httpx.TransportError:
-                pass
+                pass  # not listening yet
             time.sleep(delay)
             delay = min(delay * 2, 0.25)
     raise TimeoutError
@@ -145,6 +148,7 @@ class _LogOnFailure:
     def __init__(self, server: LlamaServer) -> None:
         self.server = server
         self.offsets: dict[str, int] = {}
+        self.failed = False
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]):
@@ -155,6 +159,7 @@ class _LogOnFailure:
             with contextlib.suppress(OSError):
                 self.offsets[item.nodeid] = self.server.log_path.stat().st_size
         if report.failed:
+            self.failed = True
             start = self.offsets.get(item.nodeid, 0)
             report.sections.append(
                 (f"llama-server output ({self.server.log_path})", self.server.log_tail(start=start))
@@ -167,6 +172,9 @@ def llama_server(request: pytest.FixtureRequest) -> Iterator[LlamaServer]:
     """Start ``llama-server`` on a free 127.0.0.1 port; stop it at the end of the session."""
     server_bin, model_path = _configured_paths()
     timeout = float(os.environ.get(STARTUP_TIMEOUT_ENV, STARTUP_TIMEOUT_S))
+    # Without an alias the server names the model by its full path, which depends on the cache
+    # location; the file's stem is stable ("SmolLM2-135M-Instruct.Q4_1").
+    alias = model_path.name.removesuffix(".gguf")
     log_fd, log_name = tempfile.mkstemp(prefix="evalmine-llama-server-", suffix=".log")
     os.close(log_fd)
     log_path = Path(log_name)
@@ -178,8 +186,8 @@ def llama_server(request: pytest.FixtureRequest) -> Iterator[LlamaServer]:
         for attempt in range(1, BIND_ATTEMPTS + 1):
             port = _free_loopback_port()
             start_offset = log_path.stat().st_size
-            cmd = [str(server_bin), "-m", str(model_path), "--host", "127.0.0.1"]
-            cmd += ["--port", str(port), *SERVER_ARGS]
+            cmd = [str(server_bin), "-m", str(model_path), "--alias", alias]
+            cmd += ["--host", "127.0.0.1", "--port", str(port), *SERVER_ARGS]
             with log_path.open("ab") as log:
                 log.write(f"$ {' '.join(cmd)}\n".encode())
                 log.flush()
@@ -191,9 +199,12 @@ def llama_server(request: pytest.FixtureRequest) -> Iterator[LlamaServer]:
                     preexec_fn=_die_with_parent if sys.platform == "linux" else None,
                 )
             root_url = f"http://127.0.0.1:{port}"
+            timed_out = False
             try:
-                ready, model = _wait_ready(proc, root_url, time.monotonic() + timeout)
+                model = _wait_ready(proc, root_url, time.monotonic() + timeout)
             except TimeoutError:
+                timed_out, model = True, None
+            if timed_out:
                 _stop(proc)
                 pytest.fail(
                     f"llama-server not ready on {root_url} after {timeout:g} s "
@@ -201,9 +212,8 @@ def llama_server(request: pytest.FixtureRequest) -> Iterator[LlamaServer]:
                     + _tail(log_path, LOG_TAIL_LINES, start_offset),
                     pytrace=False,
                 )
-            if ready:
-                assert model is not None
-                server = LlamaServer(f"{root_url}/v1", model, port, log_path)
+            if model is not None:
+                server = LlamaServer(f"{root_url}/v1", model, port, proc.pid, log_path)
                 break
             # Exited early. Another process may have taken the port between our probe and the
             # server's bind: try a new port; any other failure is final.
@@ -229,11 +239,11 @@ def llama_server(request: pytest.FixtureRequest) -> Iterator[LlamaServer]:
                 pytrace=False,
             )
         _stop(proc)
-        clean = proc.returncode in (0, -signal.SIGTERM)
+        clean = proc.returncode in (0, -signal.SIGTERM) and not plugin.failed
     finally:
         if proc is not None:
             _stop(proc)
-        # Kept (and named in the failure messages) when something went wrong.
+        # Kept (its path is in the failure messages and report sections) when something failed.
         if clean:
             with contextlib.suppress(OSError):
                 log_path.unlink()

@@ -250,3 +250,12 @@ def test_store_is_wal_and_safe_with_two_writing_processes(tmp_path: Path) -> Non
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.execute("SELECT COUNT(*) FROM answers").fetchone()[0] == 300
+
+
+def test_a_retry_after_beyond_two_minutes_is_not_waited_for(tmp_path: Path) -> None:
+    slow = AdapterError("rate_limit", "daily quota", retryable=True, retry_after_s=3600)
+    probe = Probe(failures=[slow])
+    dispatcher = make_dispatcher(tmp_path, probe)
+    outcome = next(iter(dispatcher.run(dispatcher.plan(requests(1))).values()))
+    assert outcome.status == ERROR and outcome.attempts == 1
+    assert "3600 s" in (outcome.error or "")

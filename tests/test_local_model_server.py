@@ -78,7 +78,11 @@ def test_json_schema_response_format(llama_server: LlamaServer) -> None:  # noqa
 def test_malformed_request_is_a_400_with_an_error_body(llama_server: LlamaServer) -> None:  # noqa: F811
     response = _chat(llama_server, {"model": llama_server.model, "messages": "not a list"})
     assert response.status_code == 400, response.text
-    error = response.json()["error"]
-    assert error["code"] == 400
-    assert error["type"] == "invalid_request_error"
-    assert isinstance(error["message"], str) and error["message"]
+    # {"error": {"code": 400, "message": "Expected 'messages' to be an array",
+    #            "type": "invalid_request_error"}}
+    body = response.json()
+    assert list(body) == ["error"]
+    assert set(body["error"]) == {"code", "message", "type"}
+    assert body["error"]["code"] == 400
+    assert body["error"]["type"] == "invalid_request_error"
+    assert "messages" in body["error"]["message"]

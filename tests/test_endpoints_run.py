@@ -1,0 +1,127 @@
+"""Suites served by a declared endpoint, through the plugin, over real HTTP on loopback."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_evalmine import exitcodes
+
+from .conftest import SMALL_SUITE, latest_report
+from .http_server import LoopbackServer, Reply, running_server
+
+ENDPOINT_SUITE = SMALL_SUITE.replace(
+    "models: [fake/alpha, fake/beta]", "models: [local/a, local/b]"
+)
+TOKEN = "sk-" + "proj-" + "endpointtest" * 4
+
+
+def chat_reply(content: str) -> Reply:
+    return Reply.json(
+        200,
+        {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "model": "served",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 6, "total_tokens": 26},
+        },
+    )
+
+
+@pytest.fixture
+def server() -> Iterator[LoopbackServer]:
+    with running_server() as server:
+        yield server
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> Path:
+    return pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
+
+
+def test_an_endpoint_suite_runs_over_http_and_the_token_never_reaches_disk(
+    pytester: pytest.Pytester,
+    suite: Path,
+    server: LoopbackServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LOCAL_TOKEN", TOKEN)
+    server.add(*(chat_reply('{"category": "bug"}') for _ in range(6)))
+    result = pytester.runpytest(
+        f"--evalmine-endpoint=local={server.url}/v1,free,key_env=LOCAL_TOKEN"
+    )
+    result.assert_outcomes(passed=6)
+    assert len(server.requests) == 6
+    for received in server.requests:
+        assert received.method == "POST" and received.path == "/v1/chat/completions"
+        assert received.headers["authorization"] == f"Bearer {TOKEN}"
+        assert received.body["model"] in ("a", "b")
+    schema_requests = [r for r in server.requests if "response_format" in r.body]
+    assert len(schema_requests) == 4
+    assert schema_requests[0].body["response_format"]["type"] == "json_schema"
+    report = latest_report(pytester.path)
+    assert report["cost"]["spent_usd"] == 0
+    assert {row["schema_native"]["n"] for row in report["scorecard"]} == {2}
+    for path in pytester.path.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
+    assert TOKEN not in result.stdout.str()
+
+
+def test_a_missing_token_is_reported_before_any_request(
+    pytester: pytest.Pytester, suite: Path, server: LoopbackServer
+) -> None:
+    result = pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1,free,key_env=NO_SUCH")
+    assert result.ret == exitcodes.REFUSED_BEFORE_SPENDING
+    result.stdout.fnmatch_lines(["*NO_SUCH*"])
+    assert server.requests == []
+
+
+def test_an_endpoint_without_a_declared_cost_is_refused(
+    pytester: pytest.Pytester, suite: Path, server: LoopbackServer
+) -> None:
+    result = pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1")
+    assert result.ret == exitcodes.REFUSED_BEFORE_SPENDING
+    result.stdout.fnmatch_lines(["*no price for model 'local/a'*"])
+    assert server.requests == []
+
+
+def test_endpoints_declared_in_the_suite(pytester: pytest.Pytester, server: LoopbackServer) -> None:
+    text = ENDPOINT_SUITE.replace(
+        "tasks:",
+        f"endpoints:\n  local: {{base_url: '{server.url}/v1', cost: {{input: 1, output: 2}}}}\n"
+        "tasks:",
+    )
+    pytester.makefile(".eval.yaml", small=text)
+    server.add(*(chat_reply('{"category": "other"}') for _ in range(6)))
+    pytester.runpytest().assert_outcomes(passed=6)
+    report = latest_report(pytester.path)
+    # six answers of 20 input and 6 output tokens at $1 / $2 per million
+    assert report["cost"]["spent_usd"] == pytest.approx(6 * (20 * 1 + 6 * 2) / 1e6)
+    assert "authorization" not in server.requests[0].headers
+
+
+def test_provider_errors_are_recorded_and_the_run_goes_on(
+    pytester: pytest.Pytester, suite: Path, server: LoopbackServer
+) -> None:
+    error = {"error": {"message": "model 'b' is not loaded", "type": "invalid_request_error"}}
+    for _ in range(6):
+        server.add(Reply.json(400, error))
+    result = pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1,free")
+    result.assert_outcomes(errors=6)
+    assert "Traceback" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["*provider error: bad_request: *not loaded*"])
+    assert len(server.requests) == 6, "a 400 is not retried"
+    answers_file = next((pytester.path / "reports" / "small").glob("*/answers.jsonl"))
+    outcomes = {json.loads(line)["outcome"] for line in answers_file.read_text().splitlines()}
+    assert outcomes == {"error"}
