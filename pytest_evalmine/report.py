@@ -225,6 +225,8 @@ def _markdown_section(section: Section) -> list[str]:
         lines += [text, ""]
     for headers, rows in section.tables + section.detail_tables:
         lines += [*markdown_table(headers, rows), ""]
+    for text in section.footer:
+        lines += [text, ""]
     return lines
 
 
@@ -232,7 +234,7 @@ def terminal_section(section: Section) -> list[str]:
     lines = [f"-- {section.title} --", *section.lines]
     for headers, rows in section.tables:
         lines += text_table(headers, rows)
-    return lines
+    return lines + section.footer
 
 
 def decision_entry(summary: RunSummary) -> list[str]:

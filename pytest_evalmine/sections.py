@@ -27,6 +27,7 @@ class Section:
     tables: list[Table] = field(default_factory=list)
     detail_lines: list[str] = field(default_factory=list)
     detail_tables: list[Table] = field(default_factory=list)
+    footer: list[str] = field(default_factory=list)  # after the tables
 
 
 def percent(value: float | None) -> str:
@@ -123,7 +124,7 @@ def scorecard_section(summary: RunSummary) -> Section:
             "PARTIAL RUN: the cost cap was reached; items marked not_run_budget were not sent"
         )
     section.tables.append((HEADERS, scorecard_rows(summary.scores)))
-    section.lines.append(
+    section.footer.append(
         f"cost: {money(summary.spent_usd)} this run, {money(summary.if_uncached_usd)} if "
         f"uncached (answers and judge); cap {money(summary.cap_usd)} ({summary.cap_source}); "
         f"prices pinned {summary.prices_pinned}"
@@ -134,7 +135,7 @@ def scorecard_section(summary: RunSummary) -> Section:
         if judge
         else ""
     )
-    section.lines.append(
+    section.footer.append(
         f"calls: {summary.calls_made} made, {summary.calls_cached} cached{judge_calls}; "
         "outcomes: " + ", ".join(f"{k} {v}" for k, v in summary.outcomes.items())
     )
