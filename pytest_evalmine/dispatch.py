@@ -120,6 +120,8 @@ class Dispatcher:
     retries: int = 2
     backoff_s: float = 0.5
     rpm: dict[str, int] = field(default_factory=dict)
+    # Per-provider concurrency where it differs from ``concurrency`` (e.g. a one-slot server).
+    provider_concurrency: dict[str, int] = field(default_factory=dict)
     on_progress: Callable[[Progress], None] | None = None
     owner: str = field(default_factory=process_owner)
     budget_exhausted: bool = False
@@ -202,7 +204,8 @@ class Dispatcher:
         limits: dict[str, asyncio.Semaphore] = {}
         self._pacers = {name: _Pacer(60.0 / per_minute) for name, per_minute in self.rpm.items()}
         for item in unique.values():
-            limits.setdefault(item.adapter.name, asyncio.Semaphore(max(1, self.concurrency)))
+            width = self.provider_concurrency.get(item.adapter.name, self.concurrency)
+            limits.setdefault(item.adapter.name, asyncio.Semaphore(max(1, width)))
 
         async def one(item: Planned) -> Outcome:
             outcome = await self._one(item, limits[item.adapter.name])

@@ -28,6 +28,7 @@ class Endpoint:
     output_price: float | None = None
     cached_input_price: float | None = None
     rpm: int | None = None
+    concurrency: int | None = None
 
     def price_row(self) -> PriceRow | None:
         if self.free:
@@ -77,12 +78,13 @@ def from_suite(name: str, raw: dict[str, Any]) -> Endpoint:
         output_price=prices.get("output"),
         cached_input_price=prices.get("cached_input"),
         rpm=raw.get("rpm"),
+        concurrency=raw.get("concurrency"),
     )
 
 
 def parse_option(spec: str) -> Endpoint:
     """``NAME=BASE_URL[,kind=ollama][,key_env=VAR][,free][,input=P,output=P][,rpm=N]
-    [,prompted]``, as given to ``--evalmine-endpoint``."""
+    [,concurrency=N][,prompted]``, as given to ``--evalmine-endpoint``."""
     head, *options = [part.strip() for part in spec.split(",")]
     name, sep, base_url = head.partition("=")
     if not sep or not name or not base_url:
@@ -100,8 +102,8 @@ def parse_option(spec: str) -> Endpoint:
             fields["api_key_env"] = value
         elif key in ("input", "output", "cached_input") and value:
             fields[f"{key}_price"] = float(value)
-        elif key == "rpm" and value.isdigit():
-            fields["rpm"] = int(value)
+        elif key in ("rpm", "concurrency") and value.isdigit() and int(value) >= 1:
+            fields[key] = int(value)
         else:
             raise EvalmineError(f"--evalmine-endpoint={spec}: cannot read option {option!r}")
     return Endpoint(**fields)

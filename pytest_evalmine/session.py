@@ -235,6 +235,7 @@ class EvalSession:
             concurrency=max(1, self.settings.concurrency // max(1, concurrency_share)),
             retries=self.settings.retries,
             rpm=self.rpm_limits(),
+            provider_concurrency={e.name: e.concurrency for e in self.endpoints() if e.concurrency},
             on_progress=on_progress,
         )
 

@@ -188,6 +188,8 @@ def llama_server(request: pytest.FixtureRequest) -> Iterator[LlamaServer]:
             start_offset = log_path.stat().st_size
             cmd = [str(server_bin), "-m", str(model_path), "--alias", alias]
             cmd += ["--host", "127.0.0.1", "--port", str(port), *SERVER_ARGS]
+            if os.environ.get("XT"):
+                cmd += ["-t", os.environ["XT"]]
             with log_path.open("ab") as log:
                 log.write(f"$ {' '.join(cmd)}\n".encode())
                 log.flush()
