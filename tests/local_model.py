@@ -10,6 +10,9 @@ Without them the tests that use :func:`llama_server` are skipped, or fail when
 ``EVALMINE_REQUIRE_LOCAL_MODEL=1`` (CI sets it, so a broken set-up never passes as skipped).
 A variable that is set but names a missing file always fails.
 
+Optional: ``EVALMINE_LLAMA_THREADS`` (compute threads, default 1) and
+``EVALMINE_LLAMA_STARTUP_TIMEOUT`` (seconds to wait for ``/health``, default 60).
+
 Use it from a test module with ``from .local_model import llama_server  # noqa: F401``.
 The fixture is session-scoped: one server per pytest process (so one per xdist worker).
 """
@@ -25,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +39,7 @@ SERVER_ENV = "EVALMINE_LLAMA_SERVER"
 MODEL_ENV = "EVALMINE_LOCAL_MODEL"
 REQUIRE_ENV = "EVALMINE_REQUIRE_LOCAL_MODEL"
 STARTUP_TIMEOUT_ENV = "EVALMINE_LLAMA_STARTUP_TIMEOUT"
+THREADS_ENV = "EVALMINE_LLAMA_THREADS"
 
 HOW_TO = (
     'run `set -a; eval "$(scripts/local_model.sh)"; set +a` (builds llama-server and fetches '
@@ -45,6 +49,10 @@ HOW_TO = (
 # One slot: with several, temperature-0 answers can differ between runs. 2048 tokens of context
 # is plenty for test prompts and keeps memory small.
 SERVER_ARGS = ("-c", "2048", "-np", "1")
+# One compute thread by default. ggml's threads wait for each other at every operation, so when
+# another process holds a core (the other xdist worker's server, or anything else on a 2-core CI
+# machine) two threads get many times slower; one thread stays near 0.5 s per 32-token answer.
+DEFAULT_THREADS = "1"
 STARTUP_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 BIND_ATTEMPTS = 3
@@ -104,10 +112,22 @@ def _free_loopback_port() -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent() -> None:
-    """In the child: get SIGTERM if pytest dies, even by SIGKILL (Linux only)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A preexec_fn that makes the child get SIGTERM when pytest dies, even by SIGKILL.
+
+    Linux only. libc is loaded here, in the parent: loading libraries after fork is unsafe.
+    """
+    if sys.platform != "linux":
+        return None
+    try:
+        prctl = ctypes.CDLL(None).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def hook() -> None:
+        prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+    return hook
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:
@@ -172,9 +192,11 @@ def llama_server(request: pytest.FixtureRequest) -> Iterator[LlamaServer]:
     """Start ``llama-server`` on a free 127.0.0.1 port; stop it at the end of the session."""
     server_bin, model_path = _configured_paths()
     timeout = float(os.environ.get(STARTUP_TIMEOUT_ENV, STARTUP_TIMEOUT_S))
+    threads = os.environ.get(THREADS_ENV, DEFAULT_THREADS)
     # Without an alias the server names the model by its full path, which depends on the cache
     # location; the file's stem is stable ("SmolLM2-135M-Instruct.Q4_1").
     alias = model_path.name.removesuffix(".gguf")
+    die_with_parent = _die_with_parent_hook()
     log_fd, log_name = tempfile.mkstemp(prefix="evalmine-llama-server-", suffix=".log")
     os.close(log_fd)
     log_path = Path(log_name)
@@ -187,9 +209,7 @@ def llama_server(request: pytest.FixtureRequest) -> Iterator[LlamaServer]:
             port = _free_loopback_port()
             start_offset = log_path.stat().st_size
             cmd = [str(server_bin), "-m", str(model_path), "--alias", alias]
-            cmd += ["--host", "127.0.0.1", "--port", str(port), *SERVER_ARGS]
-            if os.environ.get("XT"):
-                cmd += ["-t", os.environ["XT"]]
+            cmd += ["--host", "127.0.0.1", "--port", str(port), "-t", threads, *SERVER_ARGS]
             with log_path.open("ab") as log:
                 log.write(f"$ {' '.join(cmd)}\n".encode())
                 log.flush()
@@ -198,7 +218,7 @@ def llama_server(request: pytest.FixtureRequest) -> Iterator[LlamaServer]:
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+                    preexec_fn=die_with_parent,
                 )
             root_url = f"http://127.0.0.1:{port}"
             timed_out = False
