@@ -14,6 +14,12 @@ from .local_model import LlamaServer, llama_server  # noqa: F401
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SELECTION = "evalmine(task='ticket-triage') or evalmine(task='polite-rewrite')"
+# One prose case is enough to see free text flow; the others only cost CPU time.
+DESELECT = [
+    f"examples/support-desk.eval.yaml::polite-rewrite::{case}[{model}]"
+    for case in ("label-printer-offline", "feature-not-planned")
+    for model in ("local/smollm2", "fake/candidate")
+]
 
 
 def run_suite(pytester: pytest.Pytester, server: LlamaServer, judge: str) -> dict:
@@ -26,6 +32,7 @@ def run_suite(pytester: pytest.Pytester, server: LlamaServer, judge: str) -> dic
         f"--evalmine-judge={judge}",
         "-m",
         SELECTION,
+        *(f"--deselect={node}" for node in DESELECT),
         "-p",
         "no:cacheprovider",
     )
@@ -46,13 +53,13 @@ def run_suite(pytester: pytest.Pytester, server: LlamaServer, judge: str) -> dic
     return report
 
 
-def test_example_suite_with_a_real_local_model(
+def test_example_suite_with_a_real_local_model_answering_and_judging(
     pytester: pytest.Pytester,
     llama_server: LlamaServer,  # noqa: F811
 ) -> None:
     report = run_suite(pytester, llama_server, judge="fake/judge")
     local = [a for a in report["_answers"] if a["model"] == "local/smollm2"]
-    assert len(local) == 7
+    assert len(local) == 5
     assert all(a["outcome"] != "error" for a in local), [a["error"] for a in local]
     assert all(a["text"] for a in local)
     assert all(a["usage_reported"] and a["tokens"]["input_tokens"] > 0 for a in local)
@@ -63,15 +70,12 @@ def test_example_suite_with_a_real_local_model(
     scorecard = {row["model"]: row for row in report["scorecard"]}
     assert scorecard["local/smollm2"]["cost_usd"] == 0
     assert report["headline"]["judge"]["model"] == "fake/judge"
-    assert report["headline"]["pairs"]["total"] == 7
+    assert report["headline"]["pairs"]["total"] == 5
     assert report["headline"]["judge_calls"]["made"] > 0
 
-
-def test_the_local_model_as_judge(
-    pytester: pytest.Pytester,
-    llama_server: LlamaServer,  # noqa: F811
-) -> None:
+    # The same project again, the local model now judging: answers come from the cache.
     report = run_suite(pytester, llama_server, judge="local/smollm2")
+    assert report["calls"] == {"made": 0, "cached": 10}
     headline = report["headline"]
     assert headline["judge"]["model"] == "local/smollm2"
     judged_passes = [p for pair in report["_pairs"] for p in pair["passes"]]
