@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import json
 import multiprocessing
 import sqlite3
@@ -259,3 +260,19 @@ def test_a_retry_after_beyond_two_minutes_is_not_waited_for(tmp_path: Path) -> N
     outcome = next(iter(dispatcher.run(dispatcher.plan(requests(1))).values()))
     assert outcome.status == ERROR and outcome.attempts == 1
     assert "3600 s" in (outcome.error or "")
+
+
+def test_requests_per_minute_spaces_call_starts(tmp_path: Path) -> None:
+    starts: list[float] = []
+
+    @dataclass
+    class Clocked(Probe):
+        async def complete(self, request: Request) -> Response:
+            starts.append(asyncio.get_running_loop().time())
+            return await super().complete(request)
+
+    dispatcher = make_dispatcher(tmp_path, Clocked(latency_s=0.0), rpm={"fake": 1200})
+    dispatcher.run(dispatcher.plan(requests(5)))
+    gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
+    # 1200 per minute = one start every 50 ms at the soonest (a lower bound only).
+    assert len(gaps) == 4 and min(gaps) >= 0.05 - 1e-3

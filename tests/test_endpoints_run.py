@@ -125,3 +125,20 @@ def test_provider_errors_are_recorded_and_the_run_goes_on(
     answers_file = next((pytester.path / "reports" / "small").glob("*/answers.jsonl"))
     outcomes = {json.loads(line)["outcome"] for line in answers_file.read_text().splitlines()}
     assert outcomes == {"error"}
+
+
+def test_an_answer_without_usage_is_costed_as_a_lower_bound(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
+    for _ in range(6):
+        reply = chat_reply('{"category": "bug"}')
+        payload = json.loads(reply.body)
+        del payload["usage"]
+        server.add(Reply.json(200, payload))
+    result = pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1,input=1,output=2")
+    result.assert_outcomes(passed=6)
+    report = latest_report(pytester.path)
+    assert all(row["cost_lower_bound"] for row in report["scorecard"])
+    assert report["cost"]["spent_usd"] > 0, "estimated from the text, never $0"
+    result.stdout.fnmatch_lines(["*>=$0.0*"])
