@@ -113,7 +113,7 @@ def percentile_bootstrap(
     values: list[float] = []
     skipped = 0
     for _ in range(resamples):
-        sample = [items[rng.randrange(count)] for _ in range(count)]
+        sample = rng.choices(items, k=count)
         value = statistic(sample)
         if value is None:
             skipped += 1

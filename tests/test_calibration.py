@@ -73,13 +73,13 @@ def reference_kappa_interval(
     ratings: Sequence[tuple[str, str]], seed_text: str
 ) -> tuple[tuple[float, float] | None, int]:
     """The documented bootstrap written independently: seed from sha256("hash\\x1fkappa"),
-    2000 resamples with randrange, kappa per resample from exact fractions, undefined ones
+    2000 resamples drawn with rng.choices, kappa per resample from exact fractions, undefined ones
     skipped and counted, numpy type-7 quantiles."""
     seed = int(hashlib.sha256(f"{seed_text}\x1fkappa".encode()).hexdigest()[:16], 16)
     rng = random.Random(seed)
     values, skipped = [], 0
     for _ in range(2000):
-        sample = [ratings[rng.randrange(len(ratings))] for _ in ratings]
+        sample = rng.choices(ratings, k=len(ratings))
         n = len(sample)
         p_o = Fraction(sum(h == j for h, j in sample), n)
         cats = ("baseline", "tie", "candidate")

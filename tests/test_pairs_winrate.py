@@ -311,7 +311,7 @@ def reference_interval(scores: list[float], seed_text: str, candidate: str, task
     rng = random.Random(seed)
     means = []
     for _ in range(2000):
-        sample = [scores[rng.randrange(len(scores))] for _ in scores]
+        sample = rng.choices(scores, k=len(scores))
         means.append(sum(sample) / len(sample))
     return np.quantile(means, [0.025, 0.975], method="linear")
 

@@ -60,13 +60,13 @@ def reference_bootstrap(
     confidence: float = 0.95,
 ) -> tuple[tuple[float, float] | None, int]:
     """The documented procedure, written independently: random.Random(seed), each resample
-    ``len(items)`` draws of ``randrange``, statistic per resample (None skipped and counted),
+    one ``rng.choices(items, k=len(items))`` draw, statistic per resample (None skipped and counted),
     numpy's default (type 7, "linear") quantiles of what is left."""
     rng = random.Random(seed)
     values: list[float] = []
     skipped = 0
     for _ in range(resamples):
-        sample = [items[rng.randrange(len(items))] for _ in range(len(items))]
+        sample = rng.choices(items, k=len(items))
         value = statistic(sample)
         if value is None:
             skipped += 1
