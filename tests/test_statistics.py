@@ -60,8 +60,8 @@ def reference_bootstrap(
     confidence: float = 0.95,
 ) -> tuple[tuple[float, float] | None, int]:
     """The documented procedure, written independently: random.Random(seed), each resample
-    one ``rng.choices(items, k=len(items))`` draw, statistic per resample (None skipped and counted),
-    numpy's default (type 7, "linear") quantiles of what is left."""
+    one ``rng.choices(items, k=len(items))`` draw, statistic per resample (None skipped and
+    counted), numpy's default (type 7, "linear") quantiles of what is left."""
     rng = random.Random(seed)
     values: list[float] = []
     skipped = 0
