@@ -29,6 +29,10 @@ class Endpoint:
     cached_input_price: float | None = None
     rpm: int | None = None
     concurrency: int | None = None
+    # Ollama only: thinking on/off, context size, sampling seed (all part of the cache key).
+    think: bool | None = None
+    num_ctx: int | None = None
+    seed: int | None = None
 
     def price_row(self) -> PriceRow | None:
         if self.free:
@@ -52,7 +56,9 @@ class Endpoint:
         if self.kind == "ollama":
             from .adapters.ollama import OllamaAdapter
 
-            return lambda: OllamaAdapter(base_url=self.base_url)
+            return lambda: OllamaAdapter(
+                base_url=self.base_url, think=self.think, num_ctx=self.num_ctx, seed=self.seed
+            )
         from .adapters.openai import OpenAIAdapter
 
         return lambda: OpenAIAdapter(
@@ -79,12 +85,16 @@ def from_suite(name: str, raw: dict[str, Any]) -> Endpoint:
         cached_input_price=prices.get("cached_input"),
         rpm=raw.get("rpm"),
         concurrency=raw.get("concurrency"),
+        think=raw.get("think"),
+        num_ctx=raw.get("num_ctx"),
+        seed=raw.get("seed"),
     )
 
 
 def parse_option(spec: str) -> Endpoint:
     """``NAME=BASE_URL[,kind=ollama][,key_env=VAR][,free][,input=P,output=P][,rpm=N]
-    [,concurrency=N][,prompted]``, as given to ``--evalmine-endpoint``."""
+    [,concurrency=N][,prompted][,think=on|off][,num_ctx=N][,seed=N]``, as given to
+    ``--evalmine-endpoint``."""
     head, *options = [part.strip() for part in spec.split(",")]
     name, sep, base_url = head.partition("=")
     if not sep or not name or not base_url:
@@ -102,8 +112,12 @@ def parse_option(spec: str) -> Endpoint:
             fields["api_key_env"] = value
         elif key in ("input", "output", "cached_input") and value:
             fields[f"{key}_price"] = float(value)
-        elif key in ("rpm", "concurrency") and value.isdigit() and int(value) >= 1:
+        elif key in ("rpm", "concurrency", "num_ctx") and value.isdigit() and int(value) >= 1:
             fields[key] = int(value)
+        elif key == "seed" and value.lstrip("-").isdigit():
+            fields["seed"] = int(value)
+        elif key == "think" and value in ("on", "off"):
+            fields["think"] = value == "on"
         else:
             raise EvalmineError(f"--evalmine-endpoint={spec}: cannot read option {option!r}")
     return Endpoint(**fields)

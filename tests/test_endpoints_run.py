@@ -142,3 +142,16 @@ def test_an_answer_without_usage_is_costed_as_a_lower_bound(
     assert all(row["cost_lower_bound"] for row in report["scorecard"])
     assert report["cost"]["spent_usd"] > 0, "estimated from the text, never $0"
     result.stdout.fnmatch_lines(["*>=$0.0*"])
+
+
+def test_endpoint_options_are_parsed_into_their_adapter() -> None:
+    from pytest_evalmine.endpoints import parse_option
+
+    endpoint = parse_option(
+        "box=http://127.0.0.1:11434,kind=ollama,free,think=off,num_ctx=8192,seed=7,concurrency=2"
+    )
+    adapter = endpoint.factory()()
+    assert (adapter.think, adapter.num_ctx, adapter.seed) == (False, 8192, 7)
+    assert endpoint.concurrency == 2 and endpoint.price_row() is not None
+    with pytest.raises(Exception, match="cannot read option 'think=maybe'"):
+        parse_option("box=http://x,think=maybe")
