@@ -24,6 +24,7 @@ from .adapters.base import (
     Response,
     Usage,
     cache_key,
+    estimate_tokens,
 )
 from .errors import EvalmineError
 from .prices import PriceRow, PriceTable
@@ -70,7 +71,7 @@ class Planned:
     @property
     def estimated_cost_usd(self) -> float:
         """Pre-run estimate: input at about four characters a token, output at max_tokens."""
-        input_tokens = math.ceil(len(self._input_text()) / 4) + ESTIMATE_OVERHEAD_TOKENS
+        input_tokens = estimate_tokens(self._input_text()) + ESTIMATE_OVERHEAD_TOKENS
         return self.price.cost(
             Usage(input_tokens=input_tokens, output_tokens=self.request.max_tokens)
         )

@@ -335,8 +335,8 @@ def test_missing_usage_is_estimated_and_marked_unreported(server: LoopbackServer
     body = {key: value for key, value in MESSAGE_OK.items() if key != "usage"}
     server.add(Reply.json(200, body))
     response = call(adapter_for(server), request(prompt="x" * 9, system="abc"))
-    # ceil(12 / 4) input, ceil(len('{"label": "billing"}') / 4) output.
-    assert response.usage == Usage(input_tokens=3, output_tokens=5, reported=False)
+    # ceil(12 / 4) + 8 template tokens input, ceil(len('{"label": "billing"}') / 4) output.
+    assert response.usage == Usage(input_tokens=3 + 8, output_tokens=5, reported=False)
 
 
 @pytest.mark.parametrize(

@@ -399,7 +399,7 @@ def test_missing_usage_is_estimated_and_marked_unreported(server: LoopbackServer
     response = call(compatible_for(server), request("llamacpp/local", prompt="p" * 10, system="s"))
     text = COMPLETION_OK["choices"][0]["message"]["content"]
     assert response.usage == Usage(
-        input_tokens=math.ceil(11 / 4), output_tokens=math.ceil(len(text) / 4), reported=False
+        input_tokens=math.ceil(11 / 4) + 8, output_tokens=math.ceil(len(text) / 4), reported=False
     )
 
 

@@ -9,11 +9,17 @@ the API accepts; the answer's check still validates against the original schema.
 from __future__ import annotations
 
 import json
-import math
 import re
 from typing import Any
 
-from .base import SCHEMA_NATIVE, AdapterError, Request, Response, Usage
+from .base import (
+    SCHEMA_NATIVE,
+    AdapterError,
+    Request,
+    Response,
+    Usage,
+    estimated_usage,
+)
 from .http import (
     ClientHolder,
     api_key_from_env,
@@ -201,11 +207,7 @@ class AnthropicAdapter:
                 cache_write_tokens=int(usage.get("cache_creation_input_tokens") or 0),
             )
         else:
-            counts = Usage(
-                input_tokens=math.ceil(len((request.system or "") + request.prompt) / 4),
-                output_tokens=math.ceil(len(text) / 4),
-                reported=False,
-            )
+            counts = estimated_usage((request.system or "") + request.prompt, text)
         return Response(
             text=text,
             usage=counts,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -73,6 +74,25 @@ class Usage:
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
     reported: bool = True
+
+
+CHARS_PER_TOKEN = 4
+# Role markers and the chat template add a few input tokens the text does not show.
+TEMPLATE_OVERHEAD_TOKENS = 8
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token: the one estimate used wherever counts are missing."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def estimated_usage(prompt_text: str, answer_text: str) -> Usage:
+    """Usage for a response that reported none: estimated, and marked so."""
+    return Usage(
+        input_tokens=estimate_tokens(prompt_text) + TEMPLATE_OVERHEAD_TOKENS,
+        output_tokens=estimate_tokens(answer_text),
+        reported=False,
+    )
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..canonical import sha256_hex
-from .base import SCHEMA_NATIVE, AdapterError, Request, Response, Usage
+from .base import (
+    SCHEMA_NATIVE,
+    TEMPLATE_OVERHEAD_TOKENS,
+    AdapterError,
+    Request,
+    Response,
+    Usage,
+    estimate_tokens,
+)
 
 FAULT_KINDS = (
     "rate_limit",
@@ -141,7 +149,7 @@ class FakeAdapter:
         if fault is not None:
             fault.fired += 1
         text = self._answer(request, fault.kind if fault else None)
-        output_tokens = _tokens(text)
+        output_tokens = estimate_tokens(text)
         finish_reason = "stop"
         if output_tokens > request.max_tokens:
             text = text[: request.max_tokens * 4]
@@ -151,7 +159,8 @@ class FakeAdapter:
         return Response(
             text=text,
             usage=Usage(
-                input_tokens=_tokens((request.system or "") + request.prompt) + 8,
+                input_tokens=estimate_tokens((request.system or "") + request.prompt)
+                + TEMPLATE_OVERHEAD_TOKENS,
                 output_tokens=output_tokens,
             ),
             latency_s=time.perf_counter() - started,
@@ -180,10 +189,6 @@ class FakeAdapter:
         if request.schema is not None:
             return json.dumps(_instance(request.schema, rng, request.schema), ensure_ascii=False)
         return _prose(rng)
-
-
-def _tokens(text: str) -> int:
-    return math.ceil(len(text) / 4)
 
 
 def _prose(rng: random.Random) -> str:

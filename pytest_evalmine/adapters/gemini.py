@@ -13,14 +13,21 @@ the schema alone, so it can enter the cache key; ``schema_fallback_reason`` says
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
-from .base import SCHEMA_NATIVE, SCHEMA_PROMPTED, AdapterError, Request, Response, Usage
+from .base import (
+    SCHEMA_NATIVE,
+    SCHEMA_PROMPTED,
+    AdapterError,
+    Request,
+    Response,
+    Usage,
+    estimated_usage,
+)
 from .http import (
     ClientHolder,
     api_key_from_env,
@@ -558,11 +565,7 @@ def _usage(metadata: Any, estimate_input: str, text: str) -> Usage:
     """``promptTokenCount`` includes ``cachedContentTokenCount``; thoughts are billed as
     output. Absent counts are 0 (reference 3.2); absent metadata is an estimate."""
     if not isinstance(metadata, dict) or not any(f in metadata for f in _COUNT_FIELDS):
-        return Usage(
-            input_tokens=math.ceil(len(estimate_input) / 4) + 8,
-            output_tokens=math.ceil(len(text) / 4),
-            reported=False,
-        )
+        return estimated_usage(estimate_input, text)
     counts = {}
     for field in _COUNT_FIELDS:
         value = metadata.get(field, 0)

@@ -11,12 +11,19 @@ up each model's digest once (``GET /api/tags``; ``POST /api/show`` carries no di
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import httpx
 
-from .base import SCHEMA_NATIVE, AdapterError, Request, Response, Usage
+from .base import (
+    SCHEMA_NATIVE,
+    TEMPLATE_OVERHEAD_TOKENS,
+    AdapterError,
+    Request,
+    Response,
+    Usage,
+    estimate_tokens,
+)
 from .http import ClientHolder, error_from_status, error_message, post_json
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
@@ -173,9 +180,11 @@ def parse_response(
     output_tokens = counts["eval_count"]
     usage = Usage(
         input_tokens=(
-            input_tokens if input_tokens is not None else math.ceil(len(estimate_input) / 4) + 8
+            input_tokens
+            if input_tokens is not None
+            else estimate_tokens(estimate_input) + TEMPLATE_OVERHEAD_TOKENS
         ),
-        output_tokens=output_tokens if output_tokens is not None else math.ceil(len(text) / 4),
+        output_tokens=output_tokens if output_tokens is not None else estimate_tokens(text),
         reported=reported,
     )
     return Response(

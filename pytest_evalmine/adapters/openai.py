@@ -9,11 +9,18 @@ and 5 (SDK openai-python v3.3.1, 2026-08-21; llama.cpp tools/server/README.md; v
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
-from .base import SCHEMA_NATIVE, SCHEMA_PROMPTED, AdapterError, Request, Response, Usage
+from .base import (
+    SCHEMA_NATIVE,
+    SCHEMA_PROMPTED,
+    AdapterError,
+    Request,
+    Response,
+    Usage,
+    estimated_usage,
+)
 from .http import (
     ClientHolder,
     api_key_from_env,
@@ -234,12 +241,7 @@ class OpenAIAdapter:
     def _usage(self, request: Request, usage: Any, text: str) -> Usage:
         if not isinstance(usage, dict) or usage.get("prompt_tokens") is None:
             # Some compatible servers send no usage: estimate, and say so.
-            prompt_chars = len((request.system or "") + self._prompt(request))
-            return Usage(
-                input_tokens=math.ceil(prompt_chars / 4),
-                output_tokens=math.ceil(len(text) / 4),
-                reported=False,
-            )
+            return estimated_usage((request.system or "") + self._prompt(request), text)
         details = usage.get("prompt_tokens_details") or {}
         prompt = int(usage["prompt_tokens"])
         cached = int(details.get("cached_tokens") or 0)
