@@ -38,9 +38,11 @@ def finish_run(
     report_root: Path,
     judge_registry: AdapterRegistry | None,
     on_progress: Callable[[Progress], None] | None = None,
+    skip_judging: str | None = None,
 ) -> list[FinishedSuite]:
     """Session finish, once per run: judge, calibrate, compare and write every suite's
-    reports. Provider trouble while judging becomes a note in the report, never an exception."""
+    reports. Provider trouble while judging becomes a note in the report, never an exception.
+    ``skip_judging`` (a reason) writes the answers' reports without spending on the judge."""
     by_suite: dict[str, list[AnswerRecord]] = {}
     for record in session.records:
         by_suite.setdefault(record.suite_file, []).append(record)
@@ -48,7 +50,12 @@ def finish_run(
     for suite_file, records in sorted(by_suite.items()):
         suite = session.load(Path(suite_file))
         models = session.models_for(suite)
-        headline, note = _judge_suite(session, suite, records, models, judge_registry, on_progress)
+        if skip_judging:
+            headline, note = None, f"not judged: {skip_judging}"
+        else:
+            headline, note = _judge_suite(
+                session, suite, records, models, judge_registry, on_progress
+            )
         summary = summarize(
             run_id=session.run_id(suite),
             records=records,

@@ -303,6 +303,11 @@ class Reporter:
                 report_root=Path(config.rootpath) / evalsession.settings.report_dir,
                 judge_registry=evalsession.judge_registry,
                 on_progress=_progress_printer(config, "judge verdicts", inside_item=False),
+                # Ctrl-C, -x or an internal error: never spend on a judge the user stopped.
+                skip_judging=None
+                if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+                and not (session.shouldstop or session.shouldfail)
+                else "the run was interrupted",
             )
         except Exception as exc:  # a report failure must not hide the run's own outcome
             config.stash[SUMMARY_KEY] = [f"evalmine: could not write reports: {exc}"]

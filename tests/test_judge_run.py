@@ -302,3 +302,14 @@ def test_xdist_gives_the_same_judged_numbers(pytester: pytest.Pytester, judged: 
     parallel = headline(pytester.path)
     for key in ("calibration", "win_rates", "win_rates_per_task", "position_bias", "exclusions"):
         assert parallel[key] == serial[key], key
+
+
+def test_an_interrupted_run_is_not_judged(pytester: pytest.Pytester, scripted: Path) -> None:
+    result = pytester.runpytest(
+        "--evalmine-fake", "-x", "--evalmine-fake-fault=empty_answer,prompt=twice"
+    )
+    assert result.ret == 1
+    assert judge_calls(scripted) == []
+    report = latest_report(pytester.path)
+    assert report["headline"] is None
+    assert report["judge_note"] == "not judged: the run was interrupted"
