@@ -279,23 +279,29 @@ def test_dispatcher_prepares_keys_and_calls(server: LoopbackServer, tmp_path: Pa
         'pinned: "2026-11-30"\nmodels:\n'
         '  - {model: "ollama/*", input: 0, output: 0, source: local, read: "2026-11-30"}\n'
     )
-    registry = AdapterRegistry()
-    registry.register("ollama", lambda: OllamaAdapter(base_url=server.url))
-    dispatcher = Dispatcher(
-        registry=registry,
-        store=Store(tmp_path / "cache.sqlite"),
-        prices=load_prices(prices),
-        run_token="run",
-        cap_usd=1.0,
-    )
+
+    def new_session() -> Dispatcher:
+        # Digests are read once per session (per registry); a new run reads them again.
+        registry = AdapterRegistry()
+        registry.register("ollama", lambda: OllamaAdapter(base_url=server.url))
+        return Dispatcher(
+            registry=registry,
+            store=Store(tmp_path / "cache.sqlite"),
+            prices=load_prices(prices),
+            run_token="run",
+            cap_usd=1.0,
+        )
+
+    dispatcher = new_session()
     request = Request(model=MODEL, prompt="p", max_tokens=16)
     server.add(Reply.json(200, tags(("qwen3:8b", DIGEST_A))), Reply.json(200, chat_body("One.")))
     [planned] = dispatcher.plan([request])
     outcome = dispatcher.run([planned])[planned.key]
     assert outcome.status == OK and outcome.response is not None
     assert outcome.response.text == "One."
-    # The same tag re-pulled: a new key, so the cached answer is not served.
+    # The same tag re-pulled before the next run: a new key, the cached answer is not served.
     server.add(Reply.json(200, tags(("qwen3:8b", DIGEST_B))), Reply.json(200, chat_body("Two.")))
+    dispatcher = new_session()
     [replanned] = dispatcher.plan([request])
     assert replanned.key != planned.key
     again = dispatcher.run([replanned])[replanned.key]

@@ -38,10 +38,19 @@ def chat_reply(content: str) -> Reply:
     )
 
 
+MODELS = {"object": "list", "data": [{"id": "served-model", "meta": {"n_params": 135}}]}
+
+
 @pytest.fixture
 def server() -> Iterator[LoopbackServer]:
+    """A compatible server; its first reply answers the plugin's ``GET /models`` look-up."""
     with running_server() as server:
+        server.add(Reply.json(200, MODELS))
         yield server
+
+
+def chat_requests(server: LoopbackServer) -> list:
+    return [r for r in server.requests if r.method == "POST"]
 
 
 @pytest.fixture
@@ -61,12 +70,13 @@ def test_an_endpoint_suite_runs_over_http_and_the_token_never_reaches_disk(
         f"--evalmine-endpoint=local={server.url}/v1,free,key_env=LOCAL_TOKEN"
     )
     result.assert_outcomes(passed=6)
-    assert len(server.requests) == 6
-    for received in server.requests:
+    assert [(r.method, r.path) for r in server.requests[:1]] == [("GET", "/v1/models")]
+    assert len(chat_requests(server)) == 6
+    for received in chat_requests(server):
         assert received.method == "POST" and received.path == "/v1/chat/completions"
         assert received.headers["authorization"] == f"Bearer {TOKEN}"
         assert received.body["model"] in ("a", "b")
-    schema_requests = [r for r in server.requests if "response_format" in r.body]
+    schema_requests = [r for r in chat_requests(server) if "response_format" in r.body]
     assert len(schema_requests) == 4
     assert schema_requests[0].body["response_format"]["type"] == "json_schema"
     report = latest_report(pytester.path)
@@ -108,7 +118,7 @@ def test_endpoints_declared_in_the_suite(pytester: pytest.Pytester, server: Loop
     report = latest_report(pytester.path)
     # six answers of 20 input and 6 output tokens at $1 / $2 per million
     assert report["cost"]["spent_usd"] == pytest.approx(6 * (20 * 1 + 6 * 2) / 1e6)
-    assert "authorization" not in server.requests[0].headers
+    assert "authorization" not in chat_requests(server)[0].headers
 
 
 def test_provider_errors_are_recorded_and_the_run_goes_on(
@@ -121,7 +131,7 @@ def test_provider_errors_are_recorded_and_the_run_goes_on(
     result.assert_outcomes(errors=6)
     assert "Traceback" not in result.stdout.str()
     result.stdout.fnmatch_lines(["*provider error: bad_request: *not loaded*"])
-    assert len(server.requests) == 6, "a 400 is not retried"
+    assert len(chat_requests(server)) == 6, "a 400 is not retried"
     answers_file = next((pytester.path / "reports" / "small").glob("*/answers.jsonl"))
     outcomes = {json.loads(line)["outcome"] for line in answers_file.read_text().splitlines()}
     assert outcomes == {"error"}
@@ -155,3 +165,20 @@ def test_endpoint_options_are_parsed_into_their_adapter() -> None:
     assert endpoint.concurrency == 2 and endpoint.price_row() is not None
     with pytest.raises(Exception, match="cannot read option 'think=maybe'"):
         parse_option("box=http://x,think=maybe")
+
+
+def test_a_swapped_model_behind_the_same_name_is_not_served_from_cache(
+    pytester: pytest.Pytester, suite: Path, server: LoopbackServer
+) -> None:
+    server.add(*(chat_reply('{"category": "bug"}') for _ in range(6)))
+    option = f"--evalmine-endpoint=local={server.url}/v1,free"
+    pytester.runpytest(option).assert_outcomes(passed=6)
+    # Same server, same model: everything from the cache.
+    server.add(Reply.json(200, MODELS))
+    pytester.runpytest(option).assert_outcomes(passed=6)
+    assert len(chat_requests(server)) == 6
+    # The server now has another model loaded under the same request name: new answers.
+    swapped = {"object": "list", "data": [{"id": "other-model", "meta": {"n_params": 360}}]}
+    server.add(Reply.json(200, swapped), *(chat_reply('{"category": "other"}') for _ in range(6)))
+    pytester.runpytest(option).assert_outcomes(passed=6)
+    assert len(chat_requests(server)) == 12

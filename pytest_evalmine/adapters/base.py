@@ -206,9 +206,10 @@ class AdapterRegistry:
         return self._instances[provider]
 
     async def aclose(self) -> None:
+        """Close the adapters' connections (bound to the event loop that is ending). The
+        adapters stay: what ``prepare`` learnt holds for the whole session."""
         for adapter in self._instances.values():
             await adapter.aclose()
-        self._instances.clear()
 
 
 def default_registry(

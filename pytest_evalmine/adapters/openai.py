@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import httpx
+
 from .base import (
     SCHEMA_NATIVE,
     SCHEMA_PROMPTED,
@@ -127,10 +129,42 @@ class OpenAIAdapter:
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.native_schema = native_schema
+        self.served: list[dict[str, Any]] | None = None
+        self._prepared = False
         self._clients = ClientHolder()
 
     def check_ready(self) -> None:
         self._api_key()
+
+    @property
+    def compatible_server(self) -> bool:
+        return self.name != "openai"
+
+    async def prepare(self, models: list[str]) -> None:
+        """A compatible server (llama.cpp, vLLM, LM Studio) may ignore the requested model name
+        and answer with whatever it has loaded: read what it serves from ``GET /models`` so a
+        swapped model gets new cache keys instead of stale answers. A server without that
+        endpoint keeps keys by model name only."""
+        if not self.compatible_server or self._prepared:
+            return
+        self._prepared = True
+        key = self._api_key()
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        try:
+            async with httpx.AsyncClient() as client:
+                reply = await client.get(f"{self.base_url}/models", headers=headers, timeout=10)
+            listing = reply.json() if reply.status_code == 200 else None
+            served = [
+                {"id": str(m.get("id")), "meta": m.get("meta")}
+                for m in (listing or {}).get("data", [])
+                if isinstance(m, dict)
+            ]
+        except (httpx.HTTPError, ValueError, AttributeError, TypeError):
+            served = []
+        self.served = sorted(served, key=lambda m: m["id"]) or None
+
+    def key_extra(self, request: Request) -> dict[str, Any]:
+        return {"served": self.served} if self.served else {}
 
     def _api_key(self) -> str | None:
         if self.api_key_env is None:
