@@ -8,6 +8,7 @@ Requests run concurrently on one asyncio loop, bounded per provider.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import random
 import threading
@@ -168,13 +169,13 @@ class Dispatcher:
         committed in the ledger (spent or reserved by earlier calls of the same run)."""
         unique = {p.key: p for p in planned}
         reads = self.record != "all"
-        cached = [p for p in unique.values() if reads and self.store.has(p.key)]
         sent = [p for p in unique.values() if not (reads and self.store.has(p.key))]
+        cached = len(unique) - len(sent)
         if self.record == "none":
             sent = []
         return Estimate(
             calls=len(unique),
-            cached=len(cached),
+            cached=cached,
             uncached=len(sent),
             cost_usd=sum(p.estimated_cost_usd for p in sent),
             already_committed_usd=self.store.committed(self.run_token),
@@ -183,6 +184,21 @@ class Dispatcher:
     def run(self, planned: list[Planned]) -> dict[str, Outcome]:
         """Send everything concurrently; returns an outcome for every key."""
         return self._run_coroutine(self._run_all(planned))
+
+    def run_each(self, planned: list[Planned]) -> list[Outcome]:
+        """One outcome per planned request, in order. A request that appears twice in the
+        batch is sent and paid once: its later copies report the answer as cached, at no
+        cost, so the report never counts one bill twice."""
+        outcomes = self.run(planned)
+        seen: set[str] = set()
+        result = []
+        for plan in planned:
+            outcome = outcomes[plan.key]
+            if plan.key in seen and outcome.status == OK:
+                outcome = dataclasses.replace(outcome, cached=True, cost_usd=0.0)
+            seen.add(plan.key)
+            result.append(outcome)
+        return result
 
     @staticmethod
     def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:

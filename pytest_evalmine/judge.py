@@ -172,9 +172,9 @@ def judge_pairs(
         if not requests:
             break
         planned = dispatcher.plan(request for _, _, request in requests)
-        outcomes = dispatcher.run(planned)
-        for (pair, order, _), plan in zip(requests, planned, strict=True):
-            _record_pass(pair, order, plan, outcomes[plan.key])
+        outcomes = dispatcher.run_each(planned)
+        for (pair, order, _), plan, outcome in zip(requests, planned, outcomes, strict=True):
+            _record_pass(pair, order, plan, outcome)
         todo = [p for p in todo if any(_needs_retry(p, o) for o in orders)]
     for pair in pairs:
         if pair.excluded is None and not pair.judged:

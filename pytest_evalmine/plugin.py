@@ -32,6 +32,8 @@ SUMMARY_KEY = pytest.StashKey[list]()
 FINISHED_KEY = pytest.StashKey[list]()
 RECORD_ATTRIBUTE = "evalmine_record"
 SUITE_SUFFIXES = (".yaml", ".yml")
+# pytest's outcomes our exit codes may replace; interrupts and errors keep their own.
+TESTS_RAN = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -165,10 +167,11 @@ def evalmine_answers(
     specs = [item.spec for item in request.session.items if isinstance(item, EvalItem)]
     session.judge_registry = evalmine_judge_adapters
     try:
+        planned = None
         if not hasattr(config, "workerinput"):
             judging = session.dispatcher(evalmine_judge_adapters)
-            session.preflight(evalmine_dispatcher, specs, judging)
-        outcomes = session.dispatch(evalmine_dispatcher, specs)
+            planned = session.preflight(evalmine_dispatcher, specs, judging)
+        outcomes = session.dispatch(evalmine_dispatcher, specs, planned)
     except RefusedError as exc:
         pytest.exit(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError as exc:
@@ -304,10 +307,7 @@ class Reporter:
                 judge_registry=evalsession.judge_registry,
                 on_progress=_progress_printer(config, "judge verdicts", inside_item=False),
                 # Ctrl-C, -x or an internal error: never spend on a judge the user stopped.
-                skip_judging=None
-                if session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-                and not (session.shouldstop or session.shouldfail)
-                else "the run was interrupted",
+                skip_judging=None if _ran_to_completion(session) else "the run was interrupted",
             )
         except Exception as exc:  # a report failure must not hide the run's own outcome
             config.stash[SUMMARY_KEY] = [f"evalmine: could not write reports: {exc}"]
@@ -324,10 +324,7 @@ class Reporter:
         config.stash[SUMMARY_KEY] = lines
         config.stash[FINISHED_KEY] = finished
         code = exit_code(finished)
-        if code is not None and session.exitstatus in (
-            pytest.ExitCode.OK,
-            pytest.ExitCode.TESTS_FAILED,
-        ):
+        if code is not None and session.exitstatus in TESTS_RAN:
             session.exitstatus = code
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -338,6 +335,12 @@ class Reporter:
         terminalreporter.section("evalmine")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+def _ran_to_completion(session: pytest.Session) -> bool:
+    """Every selected item ran (passed or failed): not interrupted, stopped early or broken.
+    Only then is judging worth paying for."""
+    return session.exitstatus in TESTS_RAN and not (session.shouldstop or session.shouldfail)
 
 
 # xdist ------------------------------------------------------------------------------------
@@ -372,10 +375,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
                 if f"{relative}::{spec.task.id}::{spec.name}" in wanted
             ]
         if specs:
-            registry = evalsession.default_registry()
-            evalsession.preflight(
-                evalsession.dispatcher(registry), specs, evalsession.dispatcher(registry)
-            )
+            evalsession.preflight(evalsession.dispatcher(evalsession.default_registry()), specs)
     except RefusedError as exc:
         pytest.exit(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError:

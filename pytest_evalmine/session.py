@@ -247,9 +247,10 @@ class EvalSession:
         dispatcher: Dispatcher,
         specs: Iterable[ItemSpec],
         judge_dispatcher: Dispatcher | None = None,
-    ) -> Estimate:
+    ) -> list[Planned]:
         """Resolve every price and adapter (judge included) and refuse (``RefusedError``)
-        when answers plus judge calls are estimated over what is left of the cap."""
+        when answers plus judge calls are estimated over what is left of the cap. Returns the
+        planned answer requests, for ``dispatch`` to send without planning them again."""
         specs = list(specs)
         try:
             planned = dispatcher.plan(spec.request() for spec in specs)
@@ -282,7 +283,7 @@ class EvalSession:
                 f"(from {self.cap_source}){committed}; {estimate.cached} call(s) are cached. "
                 "Raise the cap, lower max_tokens or select fewer items."
             )
-        return estimate
+        return planned
 
     def _judge_requests_for_estimate(
         self, specs: list[ItemSpec], planned: list[Planned], dispatcher: Dispatcher
@@ -320,11 +321,14 @@ class EvalSession:
                             requests.append(judge_request(judge_model, suite, pair, order, answers))
         return requests
 
-    def dispatch(self, dispatcher: Dispatcher, specs: list[ItemSpec]) -> dict[str, Outcome]:
-        planned = dispatcher.plan(spec.request() for spec in specs)
-        outcomes = dispatcher.run(planned)
-        for spec, plan in zip(specs, planned, strict=True):
-            self.outcomes[spec_id(spec)] = outcomes[plan.key]
+    def dispatch(
+        self, dispatcher: Dispatcher, specs: list[ItemSpec], planned: list[Planned] | None = None
+    ) -> dict[str, Outcome]:
+        if planned is None:
+            planned = dispatcher.plan(spec.request() for spec in specs)
+        outcomes = dispatcher.run_each(planned)
+        for spec, outcome in zip(specs, outcomes, strict=True):
+            self.outcomes[spec_id(spec)] = outcome
         return self.outcomes
 
     # records ----------------------------------------------------------------------------

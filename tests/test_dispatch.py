@@ -276,3 +276,14 @@ def test_requests_per_minute_spaces_call_starts(tmp_path: Path) -> None:
     gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
     # 1200 per minute = one start every 50 ms at the soonest (a lower bound only).
     assert len(gaps) == 4 and min(gaps) >= 0.05 - 1e-3
+
+
+def test_a_request_repeated_in_a_batch_is_billed_once(tmp_path: Path) -> None:
+    probe = Probe()
+    dispatcher = make_dispatcher(tmp_path, probe)
+    first, second = dispatcher.run_each(dispatcher.plan(requests(1) + requests(1)))
+    assert len(probe.calls) == 1
+    assert first.cost_usd > 0 and not first.cached
+    assert second.cost_usd == 0 and second.cached
+    assert first.response == second.response
+    assert dispatcher.store.spent("run") == pytest.approx(first.cost_usd)
