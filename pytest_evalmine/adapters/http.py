@@ -179,6 +179,49 @@ async def post_json(
     return status, response.headers, parsed, latency_s
 
 
+async def get_json(
+    client: httpx.AsyncClient,
+    url: str,
+    timeout_s: float,
+    *,
+    headers: Mapping[str, str] | None = None,
+    unreachable_hint: str = "",
+) -> Any:
+    """GET once and parse JSON (unpaid look-ups such as a model listing), with the failure
+    kinds ``post_json`` uses; an error status is raised through ``error_from_status``."""
+    hidden = secrets_in(headers or {})
+    hint = f" ({unreachable_hint})" if unreachable_hint else ""
+    try:
+        response = await client.get(url, headers=dict(headers or {}), timeout=timeout_s)
+    except httpx.TimeoutException:
+        raise AdapterError(
+            "timeout", f"no response within {timeout_s:g} s from {_origin(url)}", retryable=True
+        ) from None
+    except httpx.TransportError as exc:
+        raise AdapterError(
+            "connection",
+            redact(f"cannot reach {_origin(url)}{hint}: {str(exc) or type(exc).__name__}", hidden),
+            retryable=True,
+        ) from None
+    try:
+        parsed: Any = response.json()
+    except ValueError:
+        if response.status_code >= 400:
+            parsed = response.text
+        else:
+            raise AdapterError(
+                "malformed_response",
+                f"{_origin(url)} did not return JSON",
+                retryable=True,
+                status=response.status_code,
+            ) from None
+    if response.status_code >= 400:
+        raise error_from_status(
+            response.status_code, response.headers, error_message(parsed), secrets=hidden
+        )
+    return parsed
+
+
 def error_message(parsed: Any) -> str:
     """The provider's own words from an error body. Covers the shapes in use:
     ``{"error": {"message": ...}}`` (Anthropic, OpenAI, Gemini, vLLM), ``{"error": "..."}``

@@ -24,7 +24,7 @@ from .base import (
     Usage,
     estimate_tokens,
 )
-from .http import ClientHolder, error_from_status, error_message, post_json
+from .http import ClientHolder, error_from_status, error_message, get_json, post_json
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 PREPARE_TIMEOUT_S = 30.0
@@ -65,7 +65,12 @@ class OllamaAdapter:
             return
         # A client of its own, closed here: prepare runs on a loop of its own.
         async with httpx.AsyncClient() as client:
-            listing = await _get_json(client, f"{self.base_url}/api/tags", PREPARE_TIMEOUT_S)
+            listing = await get_json(
+                client,
+                f"{self.base_url}/api/tags",
+                PREPARE_TIMEOUT_S,
+                unreachable_hint="is `ollama serve` running?",
+            )
         available = _digests_by_name(listing)
         missing = []
         for name in wanted:
@@ -216,35 +221,6 @@ def _digests_by_name(listing: Any) -> dict[str, str]:
             if isinstance(entry.get(key), str):
                 found[_full_name(entry[key])] = entry["digest"]
     return found
-
-
-async def _get_json(client: httpx.AsyncClient, url: str, timeout_s: float) -> Any:
-    """GET once and parse JSON, with the failure kinds ``post_json`` uses."""
-    origin = httpx.URL(url)
-    where = f"{origin.scheme}://{origin.host}:{origin.port}"
-    try:
-        response = await client.get(url, timeout=timeout_s)
-    except httpx.TimeoutException:
-        raise AdapterError(
-            "timeout", f"no response within {timeout_s:g} s from {where}", retryable=True
-        ) from None
-    except httpx.TransportError as exc:
-        raise AdapterError(
-            "connection",
-            f"cannot reach Ollama at {where} (is `ollama serve` running?): "
-            f"{str(exc) or type(exc).__name__}",
-            retryable=True,
-        ) from None
-    if response.status_code >= 400:
-        try:
-            parsed: Any = response.json()
-        except ValueError:
-            parsed = response.text
-        raise error_from_status(response.status_code, response.headers, error_message(parsed))
-    try:
-        return response.json()
-    except ValueError:
-        raise _malformed(f"{url} did not return JSON", response.status_code) from None
 
 
 def _malformed(problem: str, status: int) -> AdapterError:

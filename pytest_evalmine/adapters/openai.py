@@ -28,6 +28,7 @@ from .http import (
     api_key_from_env,
     error_from_status,
     error_message,
+    get_json,
     post_json,
     redact,
     schema_instruction,
@@ -152,14 +153,13 @@ class OpenAIAdapter:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         try:
             async with httpx.AsyncClient() as client:
-                reply = await client.get(f"{self.base_url}/models", headers=headers, timeout=10)
-            listing = reply.json() if reply.status_code == 200 else None
+                listing = await get_json(client, f"{self.base_url}/models", 10, headers=headers)
             served = [
                 {"id": str(m.get("id")), "meta": m.get("meta")}
-                for m in (listing or {}).get("data", [])
+                for m in listing.get("data", [])
                 if isinstance(m, dict)
             ]
-        except (httpx.HTTPError, ValueError, AttributeError, TypeError):
+        except (AdapterError, AttributeError, TypeError):
             served = []
         self.served = sorted(served, key=lambda m: m["id"]) or None
 
