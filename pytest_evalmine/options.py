@@ -175,6 +175,16 @@ def resolve(get_option: Callable[[str], Any], get_ini: Callable[[str], Any]) -> 
     return values
 
 
+def record_mode(no_cache: bool, record: str) -> str:
+    """The effective record mode: ``--evalmine-no-cache`` is ``all``. Raises ``ValueError``
+    for the one contradiction."""
+    if no_cache:
+        if record == "none":
+            raise ValueError("--evalmine-no-cache contradicts --evalmine-record=none")
+        return "all"
+    return record
+
+
 def cap_from(option_value: float | None, suite_limits: list[float]) -> tuple[float, str]:
     """The cost cap and where it came from: option > environment > suite limit > default."""
     if option_value is not None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import exitcodes
-from .options import add_options, resolve
+from .options import add_options, record_mode, resolve
 from .runtoken import new_run_token
 
 if TYPE_CHECKING:
@@ -45,15 +45,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Called after options are parsed: registers the marker items carry, and the reporter
     whose hooks need this config."""
-    if config.getoption("evalmine_no_cache") and config.getoption("evalmine_record") == "none":
-        raise pytest.UsageError("--evalmine-no-cache contradicts --evalmine-record=none")
-    for spec in config.getoption("evalmine_fake_fault") or []:
-        from .adapters.fake import Fault
+    try:
+        no_cache = bool(config.getoption("evalmine_no_cache"))
+        record_mode(no_cache, config.getoption("evalmine_record") or "new")
+        if config.getoption("evalmine_fake_fault"):
+            from .adapters.fake import parse_faults
 
-        try:
-            Fault.parse(spec)
-        except ValueError as exc:
-            raise pytest.UsageError(f"--evalmine-fake-fault={spec}: {exc}") from None
+            parse_faults(config.getoption("evalmine_fake_fault"))
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(Reporter(config), "evalmine-reporter")
     if config.pluginmanager.hasplugin("html"):
         from .html_report import HtmlHooks

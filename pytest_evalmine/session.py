@@ -31,7 +31,7 @@ from .dispatch import (
 from .endpoints import Endpoint, from_suite, parse_option
 from .errors import EvalmineError, RefusedError
 from .judge import judge_request
-from .options import HOME_ENV, cap_from
+from .options import HOME_ENV, cap_from, record_mode
 from .pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
 from .prices import PriceTable, load_prices
 from .records import ERROR as ERROR_OUTCOME
@@ -151,19 +151,18 @@ class EvalSession:
 
     @property
     def record_mode(self) -> str:
-        if self.settings.no_cache:
-            if self.settings.record == "none":
-                raise EvalmineError("--evalmine-no-cache contradicts --evalmine-record=none")
-            return "all"
-        return str(self.settings.record)
+        try:
+            return record_mode(self.settings.no_cache, str(self.settings.record))
+        except ValueError as exc:
+            raise EvalmineError(str(exc)) from None
 
     def default_registry(self) -> AdapterRegistry:
-        from .adapters.fake import FakeOptions, Fault
+        from .adapters.fake import FakeOptions, parse_faults
 
         try:
-            faults = [Fault.parse(spec) for spec in self.settings.fake_fault]
+            faults = parse_faults(self.settings.fake_fault)
         except ValueError as exc:
-            raise EvalmineError(f"--evalmine-fake-fault: {exc}") from None
+            raise EvalmineError(str(exc)) from None
         options = FakeOptions(latency_s=self.settings.fake_latency, faults=faults)
         return default_registry(
             fake_everything=self.settings.fake, fake_options=options, endpoints=self.endpoints()

@@ -120,6 +120,17 @@ class Fault:
         return fault
 
 
+def parse_faults(specs: list[str]) -> list[Fault]:
+    """Every ``--evalmine-fake-fault`` value; ``ValueError`` names the bad one."""
+    faults = []
+    for spec in specs:
+        try:
+            faults.append(Fault.parse(spec))
+        except ValueError as exc:
+            raise ValueError(f"--evalmine-fake-fault={spec}: {exc}") from None
+    return faults
+
+
 @dataclass
 class FakeOptions:
     latency_s: float = 0.0
