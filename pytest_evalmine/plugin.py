@@ -18,18 +18,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import exitcodes
-from .options import add_options, record_mode, resolve
-from .runtoken import new_run_token
+from .options import add_options, record_mode
+from .stash import FINISHED_KEY, SUMMARY_KEY, eval_session, is_active, run_token
 
 if TYPE_CHECKING:
-    from .adapters.base import AdapterRegistry
-    from .dispatch import Dispatcher, Outcome, Progress
-    from .session import EvalSession
+    from .adapters.registry import AdapterRegistry
+    from .run.dispatch import Dispatcher, Outcome, Progress
 
-SESSION_KEY = pytest.StashKey["EvalSession"]()
-TOKEN_KEY = pytest.StashKey[str]()
-SUMMARY_KEY = pytest.StashKey[list]()
-FINISHED_KEY = pytest.StashKey[list]()
 RECORD_ATTRIBUTE = "evalmine_record"
 SUITE_SUFFIXES = (".yaml", ".yml")
 # pytest's outcomes our exit codes may replace; interrupts and errors keep their own.
@@ -56,7 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(Reporter(config), "evalmine-reporter")
     if config.pluginmanager.hasplugin("html"):
-        from .html_report import HtmlHooks
+        from .htmlhooks import HtmlHooks
 
         config.pluginmanager.register(HtmlHooks(config, FINISHED_KEY), "evalmine-html")
     config.addinivalue_line(
@@ -64,35 +59,6 @@ def pytest_configure(config: pytest.Config) -> None:
         "evalmine(suite, task, kind, model, provider): a suite item; select with e.g. "
         "-m \"evalmine(kind='classify')\" or -m \"evalmine(model='fake/a')\"",
     )
-
-
-def eval_session(config: pytest.Config) -> EvalSession:
-    """The run's session object, created on first use (so plain test runs never build it)."""
-    session = config.stash.get(SESSION_KEY, None)
-    if session is None:
-        from .session import EvalSession, Settings
-
-        settings = Settings(resolve(config.getoption, config.getini))
-        session = EvalSession(
-            settings=settings, rootdir=Path(config.rootpath), run_token=_run_token(config)
-        )
-        config.stash[SESSION_KEY] = session
-    return session
-
-
-def _run_token(config: pytest.Config) -> str:
-    """The session's run token: the controller's for an xdist worker, so that the ledger
-    (one cap) and the call claims (one call per request) span every worker."""
-    workerinput = getattr(config, "workerinput", {})
-    if "evalmine_run_token" in workerinput:
-        return str(workerinput["evalmine_run_token"])
-    if TOKEN_KEY not in config.stash:
-        config.stash[TOKEN_KEY] = new_run_token()
-    return config.stash[TOKEN_KEY]
-
-
-def _is_active(config: pytest.Config) -> bool:
-    return SESSION_KEY in config.stash
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -104,7 +70,7 @@ def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Col
         file_path, parent.config
     ):
         return None
-    from .collect import SuiteFile
+    from .items import SuiteFile
 
     return SuiteFile.from_parent(parent, path=file_path)
 
@@ -159,8 +125,8 @@ def evalmine_answers(
     evalmine_judge_adapters: AdapterRegistry,
 ) -> dict[str, Outcome]:
     """Dispatches every selected suite item of this process at once, on first use."""
-    from .collect import EvalItem
     from .errors import EvalmineError, RefusedError
+    from .items import EvalItem
 
     config = request.config
     session = eval_session(config)
@@ -182,8 +148,8 @@ def evalmine_answers(
 @pytest.fixture
 def evalmine_answer(request: pytest.FixtureRequest, evalmine_answers: dict[str, Outcome]) -> Any:
     """The checked answer of the suite item that requests it (suite items only)."""
-    from .collect import EvalItem, ItemAnswer
-    from .session import spec_id
+    from .engine.session import spec_id
+    from .items import EvalItem, ItemAnswer
 
     item = request.node
     if not isinstance(item, EvalItem):
@@ -200,7 +166,7 @@ def evalmine_answer(request: pytest.FixtureRequest, evalmine_answers: dict[str, 
 def evalmine(pytestconfig: pytest.Config, evalmine_dispatcher: Dispatcher) -> Any:
     """For plain test functions: ``evalmine.complete(model, prompt, ...)`` through the same
     cache, budget and price table as the suite items."""
-    from .client import EvalClient
+    from .run.client import EvalClient
 
     return EvalClient(evalmine_dispatcher)
 
@@ -266,7 +232,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if record is not None and (call.when == "call" or (call.when == "setup" and report.failed)):
         setattr(report, RECORD_ATTRIBUTE, record.to_dict())
         if item.config.pluginmanager.hasplugin("html"):
-            from .html_report import add_item_extra
+            from .htmlhooks import add_item_extra
 
             add_item_extra(report, record)
     return report
@@ -284,7 +250,7 @@ class Reporter:
         data = getattr(report, RECORD_ATTRIBUTE, None)
         if data is None:
             return
-        from .records import AnswerRecord
+        from .run.records import AnswerRecord
 
         eval_session(self.config).add_record(AnswerRecord.from_dict(data))
 
@@ -292,10 +258,10 @@ class Reporter:
         """Called after the last item, on workers and controller: judges and writes the
         reports once (on the controller or the only process) and sets our exit codes."""
         config = self.config
-        if not _is_active(config) or hasattr(config, "workerinput"):
+        if not is_active(config) or hasattr(config, "workerinput"):
             return
-        from .finish import exit_code, finish_run
-        from .session import relative_to
+        from .engine.finish import exit_code, finish_run
+        from .engine.session import relative_to
 
         evalsession = eval_session(config)
         command = "pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args)
@@ -314,7 +280,7 @@ class Reporter:
             return
         finally:
             evalsession.close()
-        from .summary import terminal_lines
+        from .reports.terminal import terminal_lines
 
         root = Path(config.rootpath)
         lines: list[str] = []
@@ -347,7 +313,7 @@ def _ran_to_completion(session: pytest.Session) -> bool:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist controller, before a worker starts: share the run token (ledger, claims)."""
-    node.workerinput["evalmine_run_token"] = _run_token(node.config)
+    node.workerinput["evalmine_run_token"] = run_token(node.config)
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -358,7 +324,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     files = sorted(
         {i.split("::", 1)[0] for i in ids if i.split("::", 1)[0].endswith(SUITE_SUFFIXES)}
     )
-    if not files or (_is_active(config) and eval_session(config).estimate is not None):
+    if not files or (is_active(config) and eval_session(config).estimate is not None):
         return
     from .errors import EvalmineError, RefusedError
 

@@ -40,7 +40,7 @@ tasks:
 COUNTING_CONFTEST = """\
 import os
 import pytest
-from pytest_evalmine.adapters.base import AdapterRegistry
+from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.adapters.fake import FakeAdapter, FakeOptions
 
 LOG = os.path.join(os.path.dirname(__file__), "calls.log")

@@ -12,16 +12,17 @@ from typing import Any
 
 import pytest
 
-from pytest_evalmine.adapters.base import AdapterError, AdapterRegistry, Request, Response
+from pytest_evalmine.adapters.base import AdapterError, Request, Response
 from pytest_evalmine.adapters.gemini import (
     PROMPTED_INSTRUCTION,
     GeminiAdapter,
     parse_response,
     translate_schema,
 )
-from pytest_evalmine.dispatch import ERROR, OK, Dispatcher
-from pytest_evalmine.prices import load_prices
-from pytest_evalmine.store import Store
+from pytest_evalmine.adapters.registry import AdapterRegistry
+from pytest_evalmine.run.dispatch import ERROR, OK, Dispatcher
+from pytest_evalmine.run.prices import load_prices
+from pytest_evalmine.run.store import Store
 from tests.http_server import LoopbackServer, Reply, refused_url, running_server
 
 MODEL = "google/gemini-2.5-flash"

@@ -11,18 +11,13 @@ from typing import Any
 
 import pytest
 
-from pytest_evalmine.adapters.base import (
-    AdapterError,
-    AdapterRegistry,
-    Request,
-    Response,
-    cache_key,
-)
+from pytest_evalmine.adapters.base import AdapterError, Request, Response, cache_key
 from pytest_evalmine.adapters.ollama import OllamaAdapter
-from pytest_evalmine.dispatch import OK, Dispatcher
+from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.errors import EvalmineError
-from pytest_evalmine.prices import load_prices
-from pytest_evalmine.store import Store
+from pytest_evalmine.run.dispatch import OK, Dispatcher
+from pytest_evalmine.run.prices import load_prices
+from pytest_evalmine.run.store import Store
 from tests.http_server import LoopbackServer, Reply, refused_url, running_server
 
 MODEL = "ollama/qwen3:8b"

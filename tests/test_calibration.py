@@ -12,7 +12,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pytest_evalmine.calibration import (
+from pytest_evalmine.judging.calibration import (
     BELOW_FLOOR,
     INSUFFICIENT,
     NO_LABELS,
@@ -24,8 +24,8 @@ from pytest_evalmine.calibration import (
     calibrate,
     match_labels,
 )
-from pytest_evalmine.pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
-from pytest_evalmine.suite import Label
+from pytest_evalmine.judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
+from pytest_evalmine.suite.loader import Label
 
 BASE, CAND = "fake/base", "fake/cand"
 # Winner slots (baseline_first, candidate_first) that make the judge's category come out as

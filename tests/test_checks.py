@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pytest_evalmine.checks import Check, CheckResult, check_answer, parse_json_answer
+from pytest_evalmine.scoring.checks import Check, CheckResult, check_answer, parse_json_answer
 
 TRIAGE: dict[str, Any] = {
     "type": "object",

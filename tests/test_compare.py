@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_evalmine.compare import compare, find_previous, load, resolve
 from pytest_evalmine.errors import EvalmineError
+from pytest_evalmine.reports.compare import compare, find_previous, load, resolve
 
 JUDGE = {
     "model": "fake/judge",

@@ -14,18 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evalmine.adapters.base import (
-    AdapterError,
-    AdapterRegistry,
-    Request,
-    Response,
-    Usage,
-    cache_key,
-)
+from pytest_evalmine.adapters.base import AdapterError, Request, Response, Usage, cache_key
 from pytest_evalmine.adapters.fake import FakeAdapter
-from pytest_evalmine.dispatch import BUDGET, ERROR, OK, Dispatcher
-from pytest_evalmine.prices import load_prices
-from pytest_evalmine.store import Store
+from pytest_evalmine.adapters.registry import AdapterRegistry
+from pytest_evalmine.run.dispatch import BUDGET, ERROR, OK, Dispatcher
+from pytest_evalmine.run.prices import load_prices
+from pytest_evalmine.run.store import Store
 
 
 @dataclass

@@ -155,7 +155,7 @@ def test_an_answer_without_usage_is_costed_as_a_lower_bound(
 
 
 def test_endpoint_options_are_parsed_into_their_adapter() -> None:
-    from pytest_evalmine.endpoints import parse_option
+    from pytest_evalmine.run.endpoints import parse_option
 
     endpoint = parse_option(
         "box=http://127.0.0.1:11434,kind=ollama,free,think=off,num_ctx=8192,seed=7,concurrency=2"

@@ -34,7 +34,8 @@ JUDGES_CONFTEST = """\
 import json, os
 import pytest
 import yaml
-from pytest_evalmine.adapters.base import AdapterRegistry, Response, Usage
+from pytest_evalmine.adapters.base import Response, Usage
+from pytest_evalmine.adapters.registry import AdapterRegistry
 
 HERE = os.path.dirname(__file__)
 MODE = os.environ.get("TEST_JUDGE", "labels")

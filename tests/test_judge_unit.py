@@ -14,15 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_evalmine.adapters.base import (
-    AdapterError,
-    AdapterRegistry,
-    Request,
-    Response,
-    Usage,
-)
-from pytest_evalmine.dispatch import Dispatcher
-from pytest_evalmine.judge import (
+from pytest_evalmine.adapters.base import AdapterError, Request, Response, Usage
+from pytest_evalmine.adapters.registry import AdapterRegistry
+from pytest_evalmine.judging.judge import (
     DEFAULT_RUBRIC,
     JUDGE_MAX_TOKENS,
     PROMPT_TEMPLATE_VERSION,
@@ -33,11 +27,12 @@ from pytest_evalmine.judge import (
     judge_request,
     parse_verdict,
 )
-from pytest_evalmine.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair, plan_pairs
-from pytest_evalmine.prices import load_prices
-from pytest_evalmine.records import AnswerRecord
-from pytest_evalmine.store import Store
-from pytest_evalmine.suite import Suite, load_suite
+from pytest_evalmine.judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair, plan_pairs
+from pytest_evalmine.run.dispatch import Dispatcher
+from pytest_evalmine.run.prices import load_prices
+from pytest_evalmine.run.records import AnswerRecord
+from pytest_evalmine.run.store import Store
+from pytest_evalmine.suite.loader import Suite, load_suite
 
 BASE, CAND = "fake/base-model-xyz", "fake/cand-model-qrs"
 JUDGE = "fake/judge-model"

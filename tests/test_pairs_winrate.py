@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_evalmine.calibration import BELOW_FLOOR, OK, Calibration
-from pytest_evalmine.pairs import (
+from pytest_evalmine.judging.calibration import BELOW_FLOOR, OK, Calibration
+from pytest_evalmine.judging.pairs import (
     BASELINE_FIRST,
     CANDIDATE_FIRST,
     JudgePass,
@@ -21,9 +21,9 @@ from pytest_evalmine.pairs import (
     exclusion_reason,
     plan_pairs,
 )
-from pytest_evalmine.records import AnswerRecord
-from pytest_evalmine.statistics import Interval, Kappa
-from pytest_evalmine.winrate import exclusions, position_bias, win_rate, win_rates
+from pytest_evalmine.judging.winrate import exclusions, position_bias, win_rate, win_rates
+from pytest_evalmine.run.records import AnswerRecord
+from pytest_evalmine.stats.estimators import Interval, Kappa
 
 BASE, CAND, OTHER = "fake/base", "fake/cand", "fake/other"
 

@@ -10,7 +10,7 @@ import pytest
 
 from pytest_evalmine.adapters.base import Usage
 from pytest_evalmine.errors import PriceError
-from pytest_evalmine.prices import PriceRow, PriceTable, load_prices
+from pytest_evalmine.run.prices import PriceRow, PriceTable, load_prices
 
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 

@@ -133,7 +133,7 @@ def test_over_cap_is_refused_before_any_call(
     pytester.makeconftest(
         """
         import pytest
-        from pytest_evalmine.adapters.base import AdapterRegistry
+        from pytest_evalmine.adapters.registry import AdapterRegistry
 
         class MustNotBeCalled:
             name = "fake"
@@ -184,7 +184,7 @@ def test_cap_reached_mid_run_stops_marks_partial_and_exits_11(
         """
         import dataclasses
         import pytest
-        from pytest_evalmine.adapters.base import AdapterRegistry
+        from pytest_evalmine.adapters.registry import AdapterRegistry
         from pytest_evalmine.adapters.fake import FakeAdapter
 
         class Verbose(FakeAdapter):

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_evalmine.records import (
+from pytest_evalmine.reports.scorecard import ModelScore, Rate, percentile, score_models
+from pytest_evalmine.run.records import (
     ERROR,
     FAILED,
     NOT_RUN_BUDGET,
@@ -18,7 +19,6 @@ from pytest_evalmine.records import (
     REPLAY_MISS,
     AnswerRecord,
 )
-from pytest_evalmine.scorecard import ModelScore, Rate, percentile, score_models
 
 BASE = "fake/base"
 CAND = "fake/cand"

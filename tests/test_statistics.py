@@ -16,7 +16,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 from sklearn.metrics import confusion_matrix as sk_confusion_matrix
 
-from pytest_evalmine.statistics import (
+from pytest_evalmine.stats.estimators import (
     BOOTSTRAP_RESAMPLES,
     CATEGORIES,
     Interval,

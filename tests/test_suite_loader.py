@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_evalmine.canonical import sha256_hex
 from pytest_evalmine.errors import SuiteError
-from pytest_evalmine.suite import Case, Label, Suite, load_suite
+from pytest_evalmine.suite.canonical import sha256_hex
+from pytest_evalmine.suite.loader import Case, Label, Suite, load_suite
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 EXAMPLE_SUITE = EXAMPLES / "support-desk.eval.yaml"

@@ -73,7 +73,8 @@ def test_conftest_can_evaluate_its_own_application(pytester: pytest.Pytester) ->
     pytester.makeconftest(
         """
         import pytest
-        from pytest_evalmine.adapters.base import AdapterRegistry, Response, Usage
+        from pytest_evalmine.adapters.base import Response, Usage
+        from pytest_evalmine.adapters.registry import AdapterRegistry
 
         class MyApp:
             name = "my-app"

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..canonical import sha256_hex
 from ..errors import EvalmineError
+from ..suite.canonical import sha256_hex
 
 SCHEMA_NATIVE = "native"
 SCHEMA_PROMPTED = "prompted"
@@ -177,66 +176,3 @@ def cache_key(adapter: Adapter, request: Request) -> str:
         if extra:
             fields["adapter_extra"] = extra
     return sha256_hex(fields)
-
-
-@dataclass
-class AdapterRegistry:
-    """Adapters by provider prefix; ``route_all_to`` sends every model to one adapter."""
-
-    factories: dict[str, Callable[[], Adapter]] = field(default_factory=dict)
-    route_all_to: str | None = None
-    _instances: dict[str, Adapter] = field(default_factory=dict, repr=False)
-
-    def register(self, provider: str, factory: Callable[[], Adapter]) -> None:
-        self.factories[provider] = factory
-        self._instances.pop(provider, None)
-
-    def provider_for(self, model: str) -> str:
-        return self.route_all_to or model.split("/", 1)[0]
-
-    def adapter_for(self, model: str) -> Adapter:
-        provider = self.provider_for(model)
-        if provider not in self._instances:
-            if provider not in self.factories:
-                known = ", ".join(sorted(self.factories)) or "none"
-                raise EvalmineError(
-                    f"no adapter for provider {provider!r} (model {model!r}); known: {known}"
-                )
-            self._instances[provider] = self.factories[provider]()
-        return self._instances[provider]
-
-    async def aclose(self) -> None:
-        """Close the adapters' connections (bound to the event loop that is ending). The
-        adapters stay: what ``prepare`` learnt holds for the whole session."""
-        for adapter in self._instances.values():
-            await adapter.aclose()
-
-
-def default_registry(
-    *,
-    fake_everything: bool = False,
-    fake_options: Any = None,
-    endpoints: Sequence[Any] = (),
-) -> AdapterRegistry:
-    """The built-in adapters and the declared endpoints. Provider modules (and httpx) are
-    imported only when an adapter is first needed."""
-    from .fake import FakeAdapter, FakeOptions
-
-    options = fake_options or FakeOptions()
-    registry = AdapterRegistry(route_all_to="fake" if fake_everything else None)
-    registry.register("fake", lambda: FakeAdapter(options))
-    registry.register("anthropic", _lazy("anthropic", "AnthropicAdapter"))
-    registry.register("openai", _lazy("openai", "OpenAIAdapter"))
-    registry.register("google", _lazy("gemini", "GeminiAdapter"))
-    registry.register("ollama", _lazy("ollama", "OllamaAdapter"))
-    for endpoint in endpoints:
-        registry.register(endpoint.name, endpoint.factory())
-    return registry
-
-
-def _lazy(module: str, cls: str) -> Callable[[], Adapter]:
-    def create() -> Adapter:
-        imported = importlib.import_module(f"pytest_evalmine.adapters.{module}")
-        return getattr(imported, cls)()
-
-    return create

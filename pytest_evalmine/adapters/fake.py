@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..canonical import sha256_hex
+from ..suite.canonical import sha256_hex
 from .base import (
     SCHEMA_NATIVE,
     TEMPLATE_OVERHEAD_TOKENS,

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .headline import DAGGER, Headline
+from ..judging.headline import DAGGER, Headline
 from .render import HEADERS, money, scorecard_rows
-from .winrate import WinRate
+from ..judging.winrate import WinRate
+from .summary import RunSummary
 
-if TYPE_CHECKING:
-    from .report import RunSummary
 
 Table = tuple[Sequence[str], Sequence[Sequence[str]]]
 

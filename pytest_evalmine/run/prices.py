@@ -12,8 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .adapters.base import Usage
-from .errors import PriceError
+from ..adapters.base import Usage
+from ..errors import PriceError
 
 PER_MILLION = 1_000_000
 
@@ -79,7 +79,7 @@ class PriceTable:
 
 def load_prices(extra: str | Path | None = None) -> PriceTable:
     """The shipped table, merged with a user's table when one is given."""
-    shipped = resources.files("pytest_evalmine").joinpath("prices.yaml").read_text("utf-8")
+    shipped = resources.files("pytest_evalmine.run").joinpath("prices.yaml").read_text("utf-8")
     table = _parse(shipped, "prices.yaml (shipped)")
     if extra:
         path = Path(extra)

@@ -14,10 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .adapters.base import AdapterRegistry, Request, default_registry
-from .canonical import sha256_hex
-from .checks import check_answer
-from .dispatch import (
+from ..adapters.base import Request
+from ..adapters.builtin import default_registry
+from ..adapters.registry import AdapterRegistry
+from ..errors import EvalmineError, RefusedError
+from ..judging.judge import judge_request
+from ..judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
+from ..options import HOME_ENV, cap_from, record_mode
+from ..reports.render import money
+from ..run.dispatch import (
     BUDGET,
     ERROR,
     OK,
@@ -28,19 +33,16 @@ from .dispatch import (
     Planned,
     Progress,
 )
-from .endpoints import Endpoint, from_suite, parse_option
-from .errors import EvalmineError, RefusedError
-from .judge import judge_request
-from .options import HOME_ENV, cap_from, record_mode
-from .pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
-from .prices import PriceTable, load_prices
-from .records import ERROR as ERROR_OUTCOME
-from .records import FAILED, NOT_RUN_BUDGET, PASSED, AnswerRecord
-from .records import REPLAY_MISS as REPLAY_MISS_OUTCOME
-from .render import money
-from .runtoken import new_run_token
-from .store import Store
-from .suite import Case, Suite, Task, load_suite
+from ..run.endpoints import Endpoint, from_suite, parse_option
+from ..run.prices import PriceTable, load_prices
+from ..run.records import ERROR as ERROR_OUTCOME
+from ..run.records import FAILED, NOT_RUN_BUDGET, PASSED, AnswerRecord
+from ..run.records import REPLAY_MISS as REPLAY_MISS_OUTCOME
+from ..run.runtoken import new_run_token
+from ..run.store import Store
+from ..scoring.checks import check_answer
+from ..suite.canonical import sha256_hex
+from ..suite.loader import Case, Suite, Task, load_suite
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,7 @@ class EvalSession:
             raise EvalmineError(str(exc)) from None
 
     def default_registry(self) -> AdapterRegistry:
-        from .adapters.fake import FakeOptions, parse_faults
+        from ..adapters.fake import FakeOptions, parse_faults
 
         try:
             faults = parse_faults(self.settings.fake_fault)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from .report import RunSummary, terminal_section
-from .sections import report_sections
+from .render import text_table
+from .sections import Section, report_sections
+from .summary import RunSummary
 
 
 def terminal_lines(summary: RunSummary, report_path: str) -> list[str]:
@@ -16,3 +17,10 @@ def terminal_lines(summary: RunSummary, report_path: str) -> list[str]:
         lines += terminal_section(section)
     lines.append(f"report: {report_path}")
     return lines
+
+
+def terminal_section(section: Section) -> list[str]:
+    lines = [f"-- {section.title} --", *section.lines]
+    for headers, rows in section.tables:
+        lines += text_table(headers, rows)
+    return lines + section.footer

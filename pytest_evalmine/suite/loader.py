@@ -12,8 +12,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from ..errors import SuiteError
 from .canonical import sha256_hex
-from .errors import SuiteError
 
 SUITE_VERSION = 1
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
@@ -189,7 +189,7 @@ def _validator(definition: str | None = None) -> Any:
         from jsonschema import Draft202012Validator
 
         schema = json.loads(
-            resources.files("pytest_evalmine").joinpath("suite.schema.json").read_text("utf-8")
+            resources.files("pytest_evalmine.suite").joinpath("schema.json").read_text("utf-8")
         )
         if definition:
             schema = {"$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}

@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .adapters.base import Request
-from .canonical import sha256_hex
-from .checks import check_answer
-from .dispatch import BUDGET, OK, REPLAY_MISS, Dispatcher, Outcome, Planned
+from ..adapters.base import Request
+from ..run.dispatch import BUDGET, OK, REPLAY_MISS, Dispatcher, Outcome, Planned
+from ..run.records import AnswerRecord
+from ..scoring.checks import check_answer
+from ..suite.canonical import sha256_hex
+from ..suite.loader import Suite
 from .pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
-from .records import AnswerRecord
-from .suite import Suite
 
 PROMPT_TEMPLATE_VERSION = "1"
 JUDGE_MAX_TOKENS = 300

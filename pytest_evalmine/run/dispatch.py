@@ -16,18 +16,18 @@ from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .adapters.base import (
+from ..adapters.base import (
     SCHEMA_PROMPTED,
     Adapter,
     AdapterError,
-    AdapterRegistry,
     Request,
     Response,
     Usage,
     cache_key,
     estimate_tokens,
 )
-from .errors import EvalmineError
+from ..adapters.registry import AdapterRegistry
+from ..errors import EvalmineError
 from .prices import PriceRow, PriceTable
 from .store import Store, process_owner
 

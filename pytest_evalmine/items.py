@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from .engine.session import ItemSpec
 from .errors import EvalmineError
-from .session import ItemSpec
+from .stash import eval_session
 
 
 def run_eval_item(evalmine_answer: Any) -> None:
@@ -24,8 +25,6 @@ def run_eval_item(evalmine_answer: Any) -> None:
 
 class SuiteFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
-        from .plugin import eval_session
-
         session = eval_session(self.config)
         suite = session.load(self.path)
         specs = session.specs_for(suite)

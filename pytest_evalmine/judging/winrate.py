@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..stats.estimators import Interval, mean, percentile_bootstrap, seed_from
 from .calibration import MAX_FLIP_RATE, Calibration
 from .pairs import Pair
-from .statistics import Interval, mean, percentile_bootstrap, seed_from
 
 
 @dataclass

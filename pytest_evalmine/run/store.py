@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from .adapters.base import Response
+from ..adapters.base import Response
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (

@@ -8,9 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..stats.estimators import Interval, Kappa, cohen_kappa, percentile_bootstrap, seed_from
+from ..suite.loader import Label
 from .pairs import Pair
-from .statistics import Interval, Kappa, cohen_kappa, percentile_bootstrap, seed_from
-from .suite import Label
 
 NO_LABELS, UNDEFINED, INSUFFICIENT, BELOW_FLOOR, OK = (
     "no_labels",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import EvalmineError
+from ..errors import EvalmineError
 from .prices import PriceRow
 
 KINDS = ("openai-compatible", "ollama")
@@ -54,12 +54,12 @@ class Endpoint:
 
     def factory(self) -> Any:
         if self.kind == "ollama":
-            from .adapters.ollama import OllamaAdapter
+            from ..adapters.ollama import OllamaAdapter
 
             return lambda: OllamaAdapter(
                 base_url=self.base_url, think=self.think, num_ctx=self.num_ctx, seed=self.seed
             )
-        from .adapters.openai import OpenAIAdapter
+        from ..adapters.openai import OpenAIAdapter
 
         return lambda: OpenAIAdapter(
             name=self.name,

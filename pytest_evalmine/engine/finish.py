@@ -9,19 +9,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .adapters.base import AdapterRegistry
-from .canonical import sha256_hex
-from .compare import compare as compare_reports
-from .compare import find_previous
-from .compare import load as load_report
-from .compare import resolve as resolve_compare
-from .dispatch import Progress
-from .exitcodes import CALIBRATION_GATE_FAILED, STOPPED_OVER_BUDGET
-from .headline import Headline, run_headline
-from .records import AnswerRecord
-from .report import RunSummary, summarize, write_run
+from ..adapters.registry import AdapterRegistry
+from ..exitcodes import CALIBRATION_GATE_FAILED, STOPPED_OVER_BUDGET
+from ..judging.headline import Headline, run_headline
+from ..reports.compare import compare as compare_reports
+from ..reports.compare import find_previous
+from ..reports.compare import load as load_report
+from ..reports.compare import resolve as resolve_compare
+from ..reports.files import write_run
+from ..reports.summary import RunSummary, summarize
+from ..run.dispatch import Progress
+from ..run.records import AnswerRecord
+from ..suite.canonical import sha256_hex
+from ..suite.loader import Suite
 from .session import EvalSession, models_hash, relative_to
-from .suite import Suite
 
 
 @dataclass(frozen=True)

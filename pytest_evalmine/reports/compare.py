@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .errors import EvalmineError
+from ..errors import EvalmineError
 
 
 def find_previous(report_root: Path, suite_name: str) -> Path | None:

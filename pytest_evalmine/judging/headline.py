@@ -8,12 +8,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..run.dispatch import Dispatcher
+from ..run.records import AnswerRecord
+from ..suite.loader import Suite
 from .calibration import Calibration, calibrate
-from .dispatch import Dispatcher
 from .judge import JudgeRecord, judge_pairs, judge_record
 from .pairs import Pair, plan_pairs
-from .records import AnswerRecord
-from .suite import Suite
 from .winrate import PositionBias, WinRate, exclusions, position_bias, win_rates
 
 DAGGER = "\u2020"

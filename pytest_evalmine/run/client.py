@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .adapters.base import Request, Response
+from ..adapters.base import Request, Response
+from ..errors import EvalmineError
 from .dispatch import OK, Dispatcher, Outcome
-from .errors import EvalmineError
 
 
 class EvalClient:

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .records import ERROR, FAILED, NOT_RUN_BUDGET, PASSED, REPLAY_MISS, AnswerRecord
-from .statistics import percentile
+from ..run.records import ERROR, FAILED, NOT_RUN_BUDGET, PASSED, REPLAY_MISS, AnswerRecord
+from ..stats.estimators import percentile
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,176 @@
+"""The package's import rule (spec: "Package layout"): imports go downward only, the core
+never imports pytest or the pytest glue, and no two modules import each other, directly or
+around a longer loop. Read from the source with ``ast``, so lazy imports inside functions
+count as much as the ones at the top of a module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pytest_evalmine"
+NAME = "pytest_evalmine"
+
+# Lowest first. A module may import its own layer and the layers before it.
+LAYERS = [
+    {"errors", "exitcodes", "options"},
+    {"suite", "stats"},
+    {"adapters"},
+    {"run"},
+    {"scoring"},
+    {"judging"},
+    {"reports"},
+    {"engine"},
+    {"glue"},
+]
+GLUE = {"plugin", "items", "stash", "htmlhooks"}
+ROOT_MODULE = NAME  # pytest_evalmine/__init__.py: version and lazy re-exports
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    if module == ROOT_MODULE:
+        return 0
+    group = "glue" if parts[1] in GLUE else parts[1]
+    for rank, names in enumerate(LAYERS):
+        if group in names:
+            return rank
+    raise AssertionError(f"{module} is in no layer: add its package to LAYERS and the spec")
+
+
+def imports_of(path: Path, module: str) -> set[str]:
+    """Every module (of this package, or pytest) that ``path`` imports, anywhere in it."""
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".")
+                if not is_package:
+                    base = base[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                target = node.module or ""
+            found.add(target)
+            # `from . import x` and `from .pkg import mod` may name modules
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return found
+
+
+def package_graph() -> dict[str, set[str]]:
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        targets = set()
+        for target in imports_of(path, module):
+            if target == "pytest" or target.startswith("pytest."):
+                targets.add("pytest")
+            elif target in modules and target != module:
+                targets.add(target)
+        graph[module] = targets
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle among the modules, or None (depth-first search with colours)."""
+    colour = dict.fromkeys(graph, 0)
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        colour[node] = 1
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in graph:
+                continue
+            if colour[target] == 1:
+                return [*stack[stack.index(target) :], target]
+            if colour[target] == 0 and (cycle := visit(target)):
+                return cycle
+        stack.pop()
+        colour[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if colour[node] == 0 and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_no_import_cycles() -> None:
+    assert find_cycle(package_graph()) is None, " -> ".join(find_cycle(package_graph()) or [])
+
+
+def test_core_never_imports_pytest() -> None:
+    offenders = [
+        module
+        for module, targets in package_graph().items()
+        if "pytest" in targets and layer_of(module) < layer_of(f"{NAME}.plugin")
+    ]
+    assert offenders == []
+
+
+def test_imports_only_go_downward() -> None:
+    upward = [
+        f"{module} (layer {layer_of(module)}) imports {target} (layer {layer_of(target)})"
+        for module, targets in package_graph().items()
+        for target in targets
+        if target != "pytest" and layer_of(target) > layer_of(module) and module != ROOT_MODULE
+    ]
+    assert upward == []
+
+
+def test_every_subpackage_says_what_it_owns() -> None:
+    for init in PACKAGE.glob("*/__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text("utf-8")))
+        assert doc and len(doc.split()) >= 20, f"{init} needs a docstring: what it owns, imports"
+
+
+@pytest.mark.parametrize(
+    ("graph", "expected"),
+    [
+        ({"a": {"b"}, "b": {"a"}}, ["a", "b", "a"]),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}}, ["a", "b", "c", "a"]),
+        ({"a": {"b"}, "b": {"c"}, "c": set()}, None),
+    ],
+)
+def test_cycle_finder_finds_cycles(graph: dict[str, set[str]], expected: list[str] | None) -> None:
+    assert find_cycle(graph) == expected
+
+
+def test_rules_catch_an_upward_and_a_pytest_import(tmp_path: Path) -> None:
+    """The checks above would fail on the shapes they guard against."""
+    module = tmp_path / "pytest_evalmine" / "stats" / "bad.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("import pytest\nfrom ..reports import files\n")
+    found = imports_of(module, "pytest_evalmine.stats.bad")
+    assert "pytest" in found
+    assert "pytest_evalmine.reports.files" in found
+    assert layer_of("pytest_evalmine.reports.files") > layer_of("pytest_evalmine.stats.bad")
+
+
+def test_public_names_are_lazy_and_importable() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pytest_evalmine as p\n"
+        "assert 'pytest_evalmine.adapters.base' not in sys.modules\n"
+        "from pytest_evalmine import AdapterRegistry, Request, Response, Usage, EvalClient\n"
+        "assert Response.__module__ == 'pytest_evalmine.adapters.base'\n"
+        "print(sorted(p.__all__))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "AdapterRegistry" in result.stdout
