@@ -1,0 +1,144 @@
+"""``RunSummary``: everything report.json holds for one suite in one run, built once and
+rendered by every report (report.md, the terminal, pytest-html)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import __version__
+from ..judging.headline import Headline
+from ..run.records import AnswerRecord
+from .scorecard import ModelScore, score_models
+
+REPORT_SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """Everything report.json holds for one suite in one run."""
+
+    run_id: str
+    suite_name: str
+    suite_file: str
+    suite_hash: str
+    models: list[str]
+    models_hash: str
+    records: list[AnswerRecord]
+    scores: list[ModelScore]
+    cap_usd: float
+    cap_source: str
+    estimate_usd: float | None
+    record_mode: str
+    adapter_routing: str
+    prices_pinned: str
+    command: str
+    task_hashes: dict[str, str]
+    label_counts: dict[str, int]
+    headline: Headline | None = None
+    judge_note: str | None = None
+    changes: dict[str, Any] | None = None
+
+    @property
+    def answers_spent_usd(self) -> float:
+        return sum(r.cost_usd for r in self.records)
+
+    @property
+    def judge_spent_usd(self) -> float:
+        return self.headline.judge_cost_usd if self.headline else 0.0
+
+    @property
+    def spent_usd(self) -> float:
+        return self.answers_spent_usd + self.judge_spent_usd
+
+    @property
+    def if_uncached_usd(self) -> float:
+        judge = self.headline.judge_cost_if_uncached_usd if self.headline else 0.0
+        return sum(r.cost_if_uncached_usd for r in self.records) + judge
+
+    @property
+    def outcomes(self) -> dict[str, int]:
+        return dict(sorted(Counter(r.outcome for r in self.records).items()))
+
+    @property
+    def partial(self) -> bool:
+        judge_stopped = self.headline is not None and self.headline.judge_not_run
+        return judge_stopped or any(r.outcome == "not_run_budget" for r in self.records)
+
+    @property
+    def calls_made(self) -> int:
+        return sum(1 for r in self.records if r.attempts and not r.cached)
+
+    @property
+    def calls_cached(self) -> int:
+        return sum(1 for r in self.records if r.cached)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "tool": {"name": "pytest-evalmine", "version": __version__},
+            "run_id": self.run_id,
+            "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            "suite": {
+                "name": self.suite_name,
+                "file": self.suite_file,
+                "hash": self.suite_hash,
+                "task_hashes": self.task_hashes,
+                "label_counts": self.label_counts,
+            },
+            "models": self.models,
+            "baseline": self.models[0] if self.models else None,
+            "models_hash": self.models_hash,
+            "partial": self.partial,
+            "partial_reason": "cost cap reached; some calls were not made"
+            if self.partial
+            else None,
+            "items": len(self.records),
+            "outcomes": self.outcomes,
+            "calls": {"made": self.calls_made, "cached": self.calls_cached},
+            "cost": {
+                "cap_usd": self.cap_usd,
+                "cap_source": self.cap_source,
+                "estimate_usd": self.estimate_usd,
+                "spent_usd": self.spent_usd,
+                "answers_spent_usd": self.answers_spent_usd,
+                "judge_spent_usd": self.judge_spent_usd,
+                "if_uncached_usd": self.if_uncached_usd,
+                "prices_pinned": self.prices_pinned,
+            },
+            "record_mode": self.record_mode,
+            "adapter_routing": self.adapter_routing,
+            "scorecard": [score.to_dict() for score in self.scores],
+            "headline": self.headline.to_dict() if self.headline else None,
+            "judge_note": self.judge_note,
+            "changes": self.changes,
+            "command": self.command,
+        }
+
+
+def summarize(
+    *,
+    run_id: str,
+    records: Sequence[AnswerRecord],
+    models: list[str],
+    models_hash: str,
+    suite_name: str,
+    suite_file: str,
+    suite_hash: str,
+    **context: Any,
+) -> RunSummary:
+    ordered = sorted(records, key=lambda r: (r.task, r.case, models.index(r.model)))
+    return RunSummary(
+        run_id=run_id,
+        suite_name=suite_name,
+        suite_file=suite_file,
+        suite_hash=suite_hash,
+        models=models,
+        models_hash=models_hash,
+        records=ordered,
+        scores=score_models(ordered, models),
+        **context,
+    )
