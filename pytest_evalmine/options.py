@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 DEFAULT_CAP_USD = 2.00
+# Far above the largest answer max_tokens allows; a body past it is not held in memory.
+DEFAULT_MAX_RESPONSE_MB = 8.0
 CAP_ENV = "EVALMINE_MAX_COST"
 HOME_ENV = "EVALMINE_HOME"
 
@@ -83,6 +85,13 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("concurrency", "concurrent calls per provider", kind="int", default=8, metavar="N"),
     Option("retries", "retries of a retryable provider error", kind="int", default=2, metavar="N"),
+    Option(
+        "max_response_mb",
+        "largest provider response body read, in MB; a larger one is an error, never an answer",
+        kind="float",
+        default=DEFAULT_MAX_RESPONSE_MB,
+        metavar="MB",
+    ),
     Option(
         "report_dir",
         "where run reports are written, relative to the rootdir",

@@ -12,32 +12,13 @@ import json
 import queue
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-
-@dataclass
-class Reply:
-    """One scripted answer.
-
-    ``delay_s`` holds the reply back (to force a client timeout); ``drop`` closes the
-    connection without answering ("Server disconnected without sending a response");
-    ``content_length`` overrides the header to announce more bytes than are sent.
-    """
-
-    status: int = 200
-    body: bytes = b""
-    headers: dict[str, str] = field(default_factory=dict)
-    delay_s: float = 0.0
-    drop: bool = False
-    content_length: int | None = None
-
-    @classmethod
-    def json(cls, status: int, payload: Any, headers: dict[str, str] | None = None) -> Reply:
-        return cls(status=status, body=json.dumps(payload).encode(), headers=headers or {})
+FILLER = b" " * 65536
 
 
 @dataclass
@@ -47,6 +28,36 @@ class Received:
     headers: dict[str, str]
     raw: bytes
     body: Any  # the parsed JSON, or None when the body was not JSON
+
+
+@dataclass
+class Reply:
+    """One scripted answer.
+
+    ``delay_s`` holds the reply back (to force a client timeout); ``drop`` closes the
+    connection without answering ("Server disconnected without sending a response");
+    ``content_length`` overrides the header to announce more bytes than are sent.
+
+    Misbehaviour on demand: ``echo`` builds the body from the request received (a server that
+    echoes the credential it was sent); ``filler_bytes`` appends that many spaces after the
+    body, written in 64 KiB pieces so a huge body never sits in this process's memory (JSON
+    allows trailing whitespace, so the body stays valid); ``announce_length=False`` sends no
+    Content-Length and ends the body by closing the connection.
+    """
+
+    status: int = 200
+    body: bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_s: float = 0.0
+    drop: bool = False
+    content_length: int | None = None
+    echo: Callable[[Received], bytes] | None = None
+    filler_bytes: int = 0
+    announce_length: bool = True
+
+    @classmethod
+    def json(cls, status: int, payload: Any, headers: dict[str, str] | None = None) -> Reply:
+        return cls(status=status, body=json.dumps(payload).encode(), headers=headers or {})
 
 
 class LoopbackServer:
@@ -112,15 +123,14 @@ class LoopbackServer:
                     body = json.loads(raw) if raw else None
                 except ValueError:
                     body = None
-                server._record(
-                    Received(
-                        method=self.command,
-                        path=self.path,
-                        headers={k.lower(): v for k, v in self.headers.items()},
-                        raw=raw,
-                        body=body,
-                    )
+                received = Received(
+                    method=self.command,
+                    path=self.path,
+                    headers={k.lower(): v for k, v in self.headers.items()},
+                    raw=raw,
+                    body=body,
                 )
+                server._record(received)
                 try:
                     reply = server.replies.get_nowait()
                 except queue.Empty:
@@ -131,22 +141,31 @@ class LoopbackServer:
                 if reply.drop:
                     self.close_connection = True
                     return
-                self._send(reply)
+                self._send(reply, reply.echo(received) if reply.echo else reply.body)
 
-            def _send(self, reply: Reply) -> None:
-                length = len(reply.body) if reply.content_length is None else reply.content_length
+            def _send(self, reply: Reply, body: bytes) -> None:
+                length = len(body) + reply.filler_bytes
+                if reply.content_length is not None:
+                    length = reply.content_length
                 head = [f"HTTP/1.1 {reply.status} Scripted"]
                 headers = {"Content-Type": "application/json", **reply.headers}
                 head += [f"{name}: {value}" for name, value in headers.items()]
-                head.append(f"Content-Length: {length}")
-                if reply.content_length is not None:
-                    # The announced length is a lie: close so the client sees a short body.
+                if reply.announce_length:
+                    head.append(f"Content-Length: {length}")
+                if reply.content_length is not None or not reply.announce_length:
+                    # The body ends where the connection does (or the announced length is a
+                    # lie and the client must see a short body).
                     head.append("Connection: close")
                     self.close_connection = True
-                data = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + reply.body
+                data = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
                 try:
                     # One write: status line, headers and body leave in a single segment.
                     self.wfile.write(data)
+                    left = reply.filler_bytes
+                    while left > 0 and not server._stopping.is_set():
+                        piece = min(left, len(FILLER))
+                        self.wfile.write(FILLER[:piece])
+                        left -= piece
                     self.wfile.flush()
                 except OSError:
                     self.close_connection = True  # the client gave up (e.g. its timeout)

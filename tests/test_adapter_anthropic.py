@@ -19,7 +19,8 @@ from pytest_evalmine.adapters.anthropic import (
     transform_schema,
 )
 from pytest_evalmine.adapters.base import AdapterError, Request, Response, Usage
-from pytest_evalmine.adapters.http import ClientHolder, redact, retry_after
+from pytest_evalmine.adapters.http import ClientHolder, retry_after
+from pytest_evalmine.redaction import redact
 
 from .http_server import LoopbackServer, Reply, refused_url, running_server
 

@@ -15,7 +15,7 @@ NAME = "pytest_evalmine"
 
 # Lowest first. A module may import its own layer and the layers before it.
 LAYERS = [
-    {"errors", "exitcodes", "options"},
+    {"errors", "exitcodes", "options", "redaction"},
     {"suite", "stats"},
     {"adapters"},
     {"run"},

@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import secrets
 from pathlib import Path
 
 import pytest
+
+from pytest_evalmine.adapters.base import AdapterError, Request
+from pytest_evalmine.adapters.http import api_key_from_env
+from pytest_evalmine.adapters.openai import OpenAIAdapter
+from pytest_evalmine.redaction import scrub
+
+from .http_server import LoopbackServer, Reply, running_server
 
 # Built at run time so no key-shaped literal sits in the repository.
 FAKE_KEYS = {
@@ -43,3 +53,80 @@ def test_a_suite_holding_a_key_is_refused(pytester: pytest.Pytester, small_suite
         in result.stdout.str()
     )
     assert key not in result.stdout.str()
+
+
+# --- errors: redact first, clip after; every loaded key, whatever its shape ----------------
+
+
+def unshaped_token() -> str:
+    """A token no key pattern matches: only the loaded value can hide it."""
+    return "tok" + secrets.token_hex(20)
+
+
+def leaked_pieces(token: str, text: str, width: int = 8) -> list[str]:
+    """Every run of ``width`` characters of ``token`` found in ``text``."""
+    return [
+        token[i : i + width] for i in range(len(token) - width + 1) if token[i : i + width] in text
+    ]
+
+
+def local_failure(server: LoopbackServer) -> AdapterError:
+    adapter = OpenAIAdapter(name="local", base_url=server.url + "/v1", api_key_env="LOCAL_TOKEN")
+
+    async def once() -> None:
+        try:
+            await adapter.complete(Request(model="local/m", prompt="Hi"))
+        finally:
+            await adapter.aclose()
+
+    with pytest.raises(AdapterError) as info:
+        asyncio.run(once())
+    return info.value
+
+
+@pytest.mark.parametrize(
+    ("status", "prefix_chars"),
+    [(400, 470), (502, 480), (200, 180)],
+    ids=["4xx-message-clip", "5xx-message-clip", "non-json-200-body-clip"],
+)
+def test_an_unshaped_token_straddling_the_clip_is_redacted_whole(
+    monkeypatch: pytest.MonkeyPatch, status: int, prefix_chars: int
+) -> None:
+    """Before: the message was clipped first, so 20 to 37 characters of the token survived."""
+    token = unshaped_token()
+    monkeypatch.setenv("LOCAL_TOKEN", token)
+    message = "x" * prefix_chars + f" echo: {token} " + "y" * 600
+    body = (
+        json.dumps({"error": {"message": message}}).encode() if status != 200 else message.encode()
+    )
+    with running_server() as server:
+        server.add(Reply(status, body))
+        error = local_failure(server)
+    assert leaked_pieces(token, str(error)) == []
+    assert error.redactions >= 1
+
+
+def test_a_key_loaded_for_one_provider_is_redacted_from_another_providers_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: each adapter redacted only its own key, so another loaded key echoed back by a
+    gateway stayed in the message."""
+    other = unshaped_token()
+    monkeypatch.setenv("OTHER_PROVIDER_TOKEN", other)
+    monkeypatch.setenv("LOCAL_TOKEN", unshaped_token())
+    api_key_from_env("OTHER_PROVIDER_TOKEN", "other")
+    with running_server() as server:
+        server.add(Reply.json(401, {"error": {"message": f"forwarded {other} upstream"}}))
+        error = local_failure(server)
+    assert other not in str(error)
+    assert "forwarded [redacted] upstream" in str(error)
+
+
+def test_scrub_counts_and_prefers_the_longer_value() -> None:
+    inner = unshaped_token()
+    outer = inner + "-suffix"
+    text, count = scrub(f"a {outer} b {inner} c {FAKE_KEYS['OPENAI_API_KEY']}", [inner, outer])
+    assert text == "a [redacted] b [redacted] c [redacted]"
+    assert count == 3
+    # Values too short to be a key are left alone: they would mangle ordinary answers.
+    assert scrub("a short abc", ["abc"]) == ("a short abc", 0)

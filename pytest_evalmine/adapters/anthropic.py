@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from ..redaction import redact
 from .base import (
     SCHEMA_NATIVE,
     AdapterError,
@@ -26,7 +27,6 @@ from .http import (
     error_from_status,
     error_message,
     post_json,
-    redact,
 )
 
 API_VERSION = "2023-06-01"

@@ -9,10 +9,24 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import EvalmineError
+from ..options import DEFAULT_MAX_RESPONSE_MB
+from ..redaction import scrub
 from ..suite.canonical import sha256_hex
 
 SCHEMA_NATIVE = "native"
 SCHEMA_PROMPTED = "prompted"
+# The largest response body read from a provider (--evalmine-max-response-mb), process-wide
+# like the loaded keys: adapters are built without options.
+_response_limit = [int(DEFAULT_MAX_RESPONSE_MB * 1024 * 1024)]
+
+
+def set_max_response_mb(megabytes: float) -> None:
+    """Set the response cap for every adapter of this process (once per run, from options)."""
+    _response_limit[0] = int(megabytes * 1024 * 1024)
+
+
+def max_response_bytes() -> int:
+    return _response_limit[0]
 
 
 @dataclass(frozen=True)
@@ -117,7 +131,9 @@ class AdapterError(EvalmineError):
     """A provider call failed. ``retryable`` says whether the same request may succeed later.
 
     ``kind`` is one of: rate_limit, server_error, timeout, connection, bad_request, auth,
-    malformed_response. The message never contains a credential.
+    malformed_response. The message never contains a credential: every key this process loaded
+    and every key-shaped string is redacted here, whoever raises the error; ``redactions``
+    counts them, plus those the caller made before (it passes that number in).
     """
 
     def __init__(
@@ -128,8 +144,11 @@ class AdapterError(EvalmineError):
         retryable: bool,
         retry_after_s: float | None = None,
         status: int | None = None,
+        redactions: int = 0,
     ) -> None:
+        message, found = scrub(message)
         super().__init__(message)
+        self.redactions = redactions + found
         self.kind = kind
         self.retryable = retryable
         self.retry_after_s = retry_after_s

@@ -19,6 +19,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
+from ..redaction import redact
 from .base import (
     SCHEMA_NATIVE,
     SCHEMA_PROMPTED,
@@ -34,7 +35,6 @@ from .http import (
     error_from_status,
     error_message,
     post_json,
-    redact,
 )
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"

@@ -12,7 +12,6 @@ import asyncio
 import email.utils
 import json
 import os
-import re
 import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -20,20 +19,16 @@ from typing import Any
 
 import httpx
 
-from .base import AdapterError
+from ..redaction import redact, remember_key, scrub
+from .base import AdapterError, max_response_bytes
 
-REDACTED = "[redacted]"
 # Longest provider message we keep: enough to act on, short enough for a one-line outcome.
 MAX_MESSAGE_CHARS = 500
 # Request headers whose values are credentials; their values are redacted from every message.
 SECRET_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
-# Key shapes redacted even when we were not told the value: a provider may echo another key.
-_KEY_PATTERNS = (
-    re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}"),
-    re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"),
-)
 RETRYABLE_STATUSES = frozenset({408, 409, 529})
+# Every provider we speak to answers a completion with 200; another 2xx is not an answer.
+ANSWER_STATUS = 200
 
 
 def api_key_from_env(env_name: str, provider: str) -> str:
@@ -46,17 +41,8 @@ def api_key_from_env(env_name: str, provider: str) -> str:
             f"{provider}: environment variable {env_name} is not set (it holds the API key)",
             retryable=False,
         )
+    remember_key(value)
     return value
-
-
-def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with every given secret and anything shaped like a provider key replaced."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, REDACTED)
-    for pattern in _KEY_PATTERNS:
-        text = pattern.sub(REDACTED, text)
-    return text
 
 
 def secrets_in(headers: Mapping[str, str]) -> list[str]:
@@ -117,20 +103,89 @@ async def post_json(
 ) -> tuple[int, httpx.Headers, Any, float]:
     """POST ``body`` as JSON once; returns ``(status, headers, parsed, latency_s)``.
 
-    An error status is returned, not raised: only the adapter knows its provider's error body.
-    For an error status whose body is not JSON (a gateway's HTML page), ``parsed`` is the body
-    text; use ``error_message``. A 2xx body that is not JSON, or is cut short, is a retryable
-    ``malformed_response``. ``timeout_s`` bounds the whole exchange, not just each read, so a
-    server that drips bytes cannot hold a call past it. ``secrets`` defaults to the credential
-    headers' values and are redacted from every message.
+    The status returned is 200 or an error status (400 and up): only the adapter knows its
+    provider's error body. For an error status whose body is not JSON (a gateway's HTML page),
+    ``parsed`` is the body text; use ``error_message``. A redirect or any other status is raised
+    here (``_refuse_status``), as is a body over the response cap. A 200 body that is not JSON,
+    or is cut short, is a retryable ``malformed_response``. ``timeout_s`` bounds the whole
+    exchange, not just each read, so a server that drips bytes cannot hold a call past it.
+    ``secrets`` defaults to the credential headers' values; they and every key the process
+    loaded are redacted from every message.
     """
     hidden = list(secrets) if secrets is not None else secrets_in(headers)
     started = time.perf_counter()
+    status, reply_headers, content, text = await _exchange(
+        client, "POST", url, headers, timeout_s, hidden, json_body=body
+    )
+    latency_s = time.perf_counter() - started
     try:
-        response = await asyncio.wait_for(
-            client.post(url, headers=dict(headers), json=body, timeout=timeout_s),
-            timeout=timeout_s,
+        parsed = json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        if status >= 400:
+            return status, reply_headers, text, latency_s
+        detail, found = scrub(
+            f"HTTP {status} body is not valid JSON ({len(content)} bytes): {text}", hidden
         )
+        raise AdapterError(
+            "malformed_response",
+            _clip(detail, MAX_MESSAGE_CHARS),
+            retryable=True,
+            status=status,
+            redactions=found,
+        ) from None
+    return status, reply_headers, parsed, latency_s
+
+
+async def get_json(
+    client: httpx.AsyncClient,
+    url: str,
+    timeout_s: float,
+    *,
+    headers: Mapping[str, str] | None = None,
+    unreachable_hint: str = "",
+) -> Any:
+    """GET once and parse JSON (unpaid look-ups such as a model listing), with the failure
+    kinds ``post_json`` uses; an error status is raised through ``error_from_status``."""
+    hidden = secrets_in(headers or {})
+    status, reply_headers, content, text = await _exchange(
+        client, "GET", url, headers or {}, timeout_s, hidden, unreachable_hint=unreachable_hint
+    )
+    try:
+        parsed: Any = json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        if status < 400:
+            raise AdapterError(
+                "malformed_response",
+                f"{_origin(url)} did not return JSON",
+                retryable=True,
+                status=status,
+            ) from None
+        parsed = text
+    if status >= 400:
+        raise error_from_status(status, reply_headers, error_message(parsed), secrets=hidden)
+    return parsed
+
+
+async def _exchange(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    timeout_s: float,
+    hidden: list[str],
+    *,
+    json_body: Any = None,
+    unreachable_hint: str = "",
+) -> tuple[int, httpx.Headers, bytes, str]:
+    """One request, its body read as a stream and never past the response cap, within
+    ``timeout_s`` overall: ``(status, headers, body bytes, body text)`` for 200 and error
+    statuses; every failure is an ``AdapterError``."""
+    hint = f" ({unreachable_hint})" if unreachable_hint else ""
+    request = client.build_request(
+        method, url, headers=dict(headers), json=json_body, timeout=timeout_s
+    )
+    try:
+        return await asyncio.wait_for(_send(client, request, hidden), timeout=timeout_s)
     except (httpx.TimeoutException, asyncio.TimeoutError):
         raise AdapterError(
             "timeout", f"no response within {timeout_s:g} s from {_origin(url)}", retryable=True
@@ -156,70 +211,80 @@ async def post_json(
         detail = str(exc) or type(exc).__name__
         raise AdapterError(
             "connection",
-            redact(f"connection to {_origin(url)} failed: {detail}", hidden),
+            redact(f"connection to {_origin(url)}{hint} failed: {detail}", hidden),
             retryable=True,
         ) from None
-    latency_s = time.perf_counter() - started
-    status = response.status_code
+
+
+async def _send(
+    client: httpx.AsyncClient, request: httpx.Request, hidden: list[str]
+) -> tuple[int, httpx.Headers, bytes, str]:
+    # Redirects are never followed: a POST re-sent elsewhere could pay twice, and the key
+    # would travel to a host nobody configured.
+    response = await client.send(request, stream=True, follow_redirects=False)
     try:
-        parsed = json.loads(response.content)
-    except (ValueError, UnicodeDecodeError):
-        if status >= 400:
-            return status, response.headers, response.text, latency_s
+        _refuse_status(response, hidden)
+        limit = max_response_bytes()
+        content = await _read_capped(response, limit)
+        if content is None:
+            if response.status_code < 400:
+                raise AdapterError(
+                    "malformed_response",
+                    f"HTTP {response.status_code} body from {_origin(str(request.url))} is larger "
+                    f"than the {limit:,} bytes a response may have (--evalmine-max-response-mb); "
+                    "not read further",
+                    retryable=False,
+                    status=response.status_code,
+                )
+            # An error page this large says nothing more than its status.
+            content = b""
+        text = content.decode(response.encoding or "utf-8", errors="replace")
+        return response.status_code, response.headers, content, text
+    finally:
+        await response.aclose()
+
+
+def _refuse_status(response: httpx.Response, hidden: list[str]) -> None:
+    """Only 200 carries an answer; a redirect or another 2xx (or 1xx) is an error whatever its
+    body says, so it is never parsed, cached or paid for as an answer."""
+    status = response.status_code
+    if status == ANSWER_STATUS or status >= 400:
+        return
+    if 300 <= status < 400:
+        location = response.headers.get("location")
+        target = f" to {_origin(str(response.url.join(location)))}" if location else ""
         raise AdapterError(
-            "malformed_response",
+            "bad_request",
             redact(
-                f"HTTP {status} body is not valid JSON ({len(response.content)} bytes): "
-                f"{_clip(response.text, 200)}",
+                f"HTTP {status}: redirect{target} not followed; point base_url at the server "
+                "that answers",
                 hidden,
             ),
-            retryable=True,
+            retryable=False,
             status=status,
-        ) from None
-    return status, response.headers, parsed, latency_s
-
-
-async def get_json(
-    client: httpx.AsyncClient,
-    url: str,
-    timeout_s: float,
-    *,
-    headers: Mapping[str, str] | None = None,
-    unreachable_hint: str = "",
-) -> Any:
-    """GET once and parse JSON (unpaid look-ups such as a model listing), with the failure
-    kinds ``post_json`` uses; an error status is raised through ``error_from_status``."""
-    hidden = secrets_in(headers or {})
-    hint = f" ({unreachable_hint})" if unreachable_hint else ""
-    try:
-        response = await client.get(url, headers=dict(headers or {}), timeout=timeout_s)
-    except httpx.TimeoutException:
-        raise AdapterError(
-            "timeout", f"no response within {timeout_s:g} s from {_origin(url)}", retryable=True
-        ) from None
-    except httpx.TransportError as exc:
-        raise AdapterError(
-            "connection",
-            redact(f"cannot reach {_origin(url)}{hint}: {str(exc) or type(exc).__name__}", hidden),
-            retryable=True,
-        ) from None
-    try:
-        parsed: Any = response.json()
-    except ValueError:
-        if response.status_code >= 400:
-            parsed = response.text
-        else:
-            raise AdapterError(
-                "malformed_response",
-                f"{_origin(url)} did not return JSON",
-                retryable=True,
-                status=response.status_code,
-            ) from None
-    if response.status_code >= 400:
-        raise error_from_status(
-            response.status_code, response.headers, error_message(parsed), secrets=hidden
         )
-    return parsed
+    raise AdapterError(
+        "malformed_response",
+        f"HTTP {status} is not an answer (the API answers with 200)",
+        retryable=False,
+        status=status,
+    )
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes | None:
+    """The body, or None as soon as it is known to exceed ``limit`` bytes (announced by
+    Content-Length, or counted while streaming): a huge body never sits in memory."""
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    chunks = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def error_message(parsed: Any) -> str:
@@ -254,7 +319,9 @@ def error_from_status(
     retryable: the same request would fail the same way. An explicit ``x-should-retry`` header
     (sent by Anthropic and OpenAI, honoured by their SDKs) overrides the status.
     """
-    text = redact(f"HTTP {status}: {_clip(message, MAX_MESSAGE_CHARS)}", secrets)
+    # Redact before clipping: a key cut in two by the clip would no longer match.
+    text, found = scrub(f"HTTP {status}: {message}", secrets)
+    text = _clip(text, MAX_MESSAGE_CHARS)
     retry_after_s = None
     if status == 429:
         kind, retryable = "rate_limit", True
@@ -269,7 +336,14 @@ def error_from_status(
     should_retry = (_header(headers, "x-should-retry") or "").lower()
     if should_retry in ("true", "false"):
         retryable = should_retry == "true"
-    return AdapterError(kind, text, retryable=retryable, retry_after_s=retry_after_s, status=status)
+    return AdapterError(
+        kind,
+        text,
+        retryable=retryable,
+        retry_after_s=retry_after_s,
+        status=status,
+        redactions=found,
+    )
 
 
 def retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from ..redaction import redact
 from .base import (
     SCHEMA_NATIVE,
     SCHEMA_PROMPTED,
@@ -30,7 +31,6 @@ from .http import (
     error_message,
     get_json,
     post_json,
-    redact,
     schema_instruction,
 )
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..adapters.base import Request
+from ..adapters.base import Request, set_max_response_mb
 from ..adapters.builtin import default_registry
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError, RefusedError
@@ -226,6 +226,7 @@ class EvalSession:
         concurrency_share: int = 1,
         on_progress: Callable[[Progress], None] | None = None,
     ) -> Dispatcher:
+        set_max_response_mb(self.settings.max_response_mb)
         return Dispatcher(
             registry=registry,
             store=self.store,

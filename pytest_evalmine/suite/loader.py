@@ -13,17 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SuiteError
+from ..redaction import KEY_PATTERNS
 from .canonical import sha256_hex
 
 SUITE_VERSION = 1
 PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 # Anything else inside double braces is an expression, which suites may not contain.
 BRACES = re.compile(r"\{\{.*?\}\}", re.DOTALL)
-API_KEY_PATTERNS = (
-    ("Anthropic", re.compile(r"sk-ant-[A-Za-z0-9_\-]{8,}")),
-    ("OpenAI", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
-    ("Google", re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}")),
-)
 RUN_CHOICES = ("models", "limits", "endpoints")
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT_S = 60.0
@@ -321,7 +317,7 @@ def _check_task_schema(schema: dict[str, Any], shown: str, where: str) -> None:
 
 def _refuse_api_keys(value: Any, shown: str, where: str) -> None:
     if isinstance(value, str):
-        for provider, pattern in API_KEY_PATTERNS:
+        for provider, pattern in KEY_PATTERNS:
             if pattern.search(value):
                 raise SuiteError(
                     shown,
