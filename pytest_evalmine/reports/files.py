@@ -6,22 +6,17 @@ never sees half a report and a crash never leaves one.
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 import tempfile
-from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..judging.headline import DAGGER, Headline
+from ..judging.headline import DAGGER
 from ..run.records import AnswerRecord
-from .render import markdown_table, money, text_table
-from .scorecard import ModelScore, score_models
-from .summary import RunSummary
+from .render import markdown_table, money
 from .sections import Section, flagged, number, percent, report_sections
+from .summary import RunSummary
 
 # mkstemp creates files 0600; reports should get the permissions any other file would.
 _UMASK = os.umask(0)

@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..judging.headline import DAGGER, Headline
-from .render import HEADERS, money, scorecard_rows
 from ..judging.winrate import WinRate
+from .render import HEADERS, money, scorecard_rows
 from .summary import RunSummary
-
 
 Table = tuple[Sequence[str], Sequence[Sequence[str]]]
 
