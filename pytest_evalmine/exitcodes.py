@@ -6,3 +6,22 @@ REFUSED_BEFORE_SPENDING = 10
 STOPPED_OVER_BUDGET = 11
 CALIBRATION_GATE_FAILED = 12  # reserved for the judge and calibration gate
 RELEASE_GATE_BLOCKED = 13  # reserved for release gates
+
+# What each code means, in the words the terminal's last line, the CLI and the MCP server use.
+MEANINGS = {
+    0: "all items passed",
+    1: "some items failed",
+    2: "interrupted (or a suite could not be loaded)",
+    3: "internal error",
+    4: "usage error",
+    5: "no tests collected",
+    6: "too many warnings",
+    REFUSED_BEFORE_SPENDING: "refused before spending (unknown model or estimate over the cap)",
+    STOPPED_OVER_BUDGET: "stopped over budget: the cost cap was reached, the report is partial",
+    CALIBRATION_GATE_FAILED: "calibration gate: a win rate is not headline-eligible",
+    RELEASE_GATE_BLOCKED: "release gate blocked",
+}
+
+
+def meaning(code: int) -> str:
+    return MEANINGS.get(int(code), "unknown exit code")

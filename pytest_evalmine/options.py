@@ -154,9 +154,18 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 
-def add_options(add: Callable[..., Any], add_ini: Callable[..., Any] | None) -> None:
-    """Declare every option through ``add`` (argparse-like) and ``add_ini`` (pytest's addini)."""
+def add_options(
+    add: Callable[..., Any],
+    add_ini: Callable[..., Any] | None,
+    *,
+    names: tuple[str, ...] | None = None,
+    prefix: str = "--evalmine-",
+) -> None:
+    """Declare the options (every one, or those in ``names``) through ``add`` (argparse-like)
+    and ``add_ini`` (pytest's addini). The ``evalmine`` command declares some as ``--NAME``."""
     for option in OPTIONS:
+        if names is not None and option.name not in names:
+            continue
         kwargs: dict[str, Any] = {"dest": option.dest, "help": option.help, "default": None}
         if option.kind == "bool":
             kwargs["action"] = "store_true"
@@ -167,7 +176,7 @@ def add_options(add: Callable[..., Any], add_ini: Callable[..., Any] | None) -> 
             if option.choices:
                 kwargs["choices"] = option.choices
         if option.cli:
-            add(option.flag, **kwargs)
+            add(prefix + option.name.replace("_", "-"), **kwargs)
         if add_ini is not None and option.ini:
             ini_type = {"bool": "bool", "list": "linelist"}.get(option.kind, "string")
             add_ini(option.dest, option.help, type=ini_type, default=None)

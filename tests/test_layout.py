@@ -23,9 +23,10 @@ LAYERS = [
     {"judging"},
     {"reports"},
     {"engine"},
-    {"glue"},
+    {"glue", "commands"},
 ]
 GLUE = {"plugin", "items", "stash", "htmlhooks"}
+COMMANDS = "pytest_evalmine.commands"  # the evalmine command and the MCP server
 ROOT_MODULE = NAME  # pytest_evalmine/__init__.py: version and lazy re-exports
 
 
@@ -129,6 +130,20 @@ def test_imports_only_go_downward() -> None:
         if target != "pytest" and layer_of(target) > layer_of(module) and module != ROOT_MODULE
     ]
     assert upward == []
+
+
+def test_commands_and_glue_stay_apart() -> None:
+    """The two top-layer neighbours never import each other: the commands run pytest as a
+    user would, and loading the plugin never loads a command (or the MCP SDK)."""
+    crossings = [
+        f"{module} imports {target}"
+        for module, targets in package_graph().items()
+        for target in targets
+        if target != "pytest"
+        and layer_of(module) == layer_of(target) == layer_of(f"{NAME}.plugin")
+        and module.startswith(COMMANDS) != target.startswith(COMMANDS)
+    ]
+    assert crossings == []
 
 
 def test_every_subpackage_says_what_it_owns() -> None:

@@ -90,6 +90,19 @@ def run_headline(
 ) -> Headline:
     pairs = plan_pairs(records, models, judged_task_ids(suite))
     judge_pairs(pairs, records, suite, judge_model, dispatcher)
+    return headline_from_pairs(suite, pairs, models, judge_model, gate_on=gate_on)
+
+
+def headline_from_pairs(
+    suite: Suite,
+    pairs: list[Pair],
+    models: Sequence[str],
+    judge_model: str,
+    *,
+    gate_on: str = "point",
+) -> Headline:
+    """Calibration, win rates and bias of pairs already judged: after judging, and when a
+    stored run's report is rendered again from its pairs.jsonl (no call, no cost)."""
     calibration = calibrate(
         suite.labels,
         pairs,

@@ -106,6 +106,17 @@ class Pair:
             return None
         return "candidate" if score > 0.5 else "baseline" if score < 0.5 else "tie"
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Pair:
+        """A pair as pairs.jsonl stores it (the derived keys are recomputed, not read)."""
+        pass_fields = JudgePass.__dataclass_fields__
+        passes = [
+            JudgePass(**{k: v for k, v in entry.items() if k in pass_fields})
+            for entry in data.get("passes", [])
+        ]
+        fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**{**fields, "passes": passes})
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data.update(score=self.score, category=self.category, flip=self.flip, outcome=self.outcome)

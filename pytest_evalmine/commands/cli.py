@@ -1,0 +1,313 @@
+"""``evalmine``: the command line beside pytest (spec: "Command line"). Each subcommand is a
+few lines over the engine: the loader validates, the price table prices, stored runs are read
+and rendered by ``engine.stored``. Runs themselves are pytest's: ``pytest SUITE``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from .. import __version__, exitcodes
+from ..errors import EvalmineError, PriceError, RefusedError, SuiteError
+from ..options import add_options, resolve
+
+USAGE_ERROR = 4
+SUITE_ERROR = 2  # as pytest reports a suite that does not load: a collection error
+
+# The run options `validate` and `prices --for` honour, from the plugin's option table.
+RUN_OPTIONS = ("models", "baseline", "judge", "prices", "endpoint")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with pytest's usage-error code (4) instead of argparse's 2, which pytest
+    (and so the plugin) uses for an interrupted run."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> Parser:
+    parser = Parser(
+        prog="evalmine",
+        description="pytest-evalmine without pytest: validate suites, show prices, list and "
+        "read stored runs, re-render and compare reports. Run a suite with pytest "
+        "(pytest SUITE --evalmine-models=...).",
+        epilog="Exit codes: 0 ok; 2 a suite does not load; 4 usage error or no such run; "
+        "10 a model has no price (a run would be refused before spending).",
+    )
+    parser.add_argument("--version", action="version", version=f"pytest-evalmine {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def command(name: str, summary: str) -> argparse.ArgumentParser:
+        sub = commands.add_parser(name, help=summary, description=summary)
+        sub.add_argument(
+            "--rootdir",
+            type=Path,
+            default=Path.cwd(),
+            help="the project folder: paths, the report dir and the cache are under it "
+            "(default: the current folder)",
+        )
+        return sub
+
+    def report_dir(sub: argparse.ArgumentParser) -> None:
+        add_options(sub.add_argument, None, names=("report_dir",), prefix="--")
+
+    validate = command(
+        "validate",
+        "check suites with zero network: every referenced file read, every prompt rendered, "
+        "every model (and the judge) priced. Exit 0, or the first problem's code.",
+    )
+    validate.add_argument("suites", nargs="+", metavar="SUITE", help="suite files")
+    add_options(validate.add_argument, None, names=RUN_OPTIONS, prefix="--")
+
+    prices = command(
+        "prices", "the price table (USD per million tokens) and the date it is pinned to"
+    )
+    prices.add_argument(
+        "--for", dest="suite", metavar="SUITE", help="only the rows a suite's models use"
+    )
+    add_options(prices.add_argument, None, names=RUN_OPTIONS, prefix="--")
+
+    suites = command("suites", "suite files under a folder, with tasks, cases, models, labels")
+    suites.add_argument("folder", nargs="?", default=".", help="default: the current folder")
+    suites.add_argument(
+        "--glob", default="*.eval.yaml", help="suite file pattern (default *.eval.yaml)"
+    )
+
+    runs = command("runs", "a suite's stored runs, oldest first")
+    runs.add_argument("suite", metavar="SUITE", help="suite name or suite file")
+    report_dir(runs)
+
+    last = command("last", "print the latest run's report.md (or report.json with --json)")
+    last.add_argument("suite", metavar="SUITE", help="suite name or suite file")
+    last.add_argument("--json", action="store_true", help="print report.json instead")
+    report_dir(last)
+
+    report = command(
+        "report",
+        "render a stored run's report.md again from its report.json, answers.jsonl and "
+        "pairs.jsonl (no call, no cost); the suite file must be unchanged",
+    )
+    report.add_argument("run", metavar="RUN", help="run id, run folder or report.json")
+    report_dir(report)
+
+    compare = command("compare", "what changed from RUN_A to RUN_B")
+    compare.add_argument(
+        "run_a", metavar="RUN_A", help="the earlier run: id, folder or report.json"
+    )
+    compare.add_argument("run_b", metavar="RUN_B", help="the later run: id, folder or report.json")
+    compare.add_argument("--json", action="store_true", help="print the changes as JSON")
+    report_dir(compare)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except (SuiteError, FileNotFoundError) as exc:
+        return _fail(exc, SUITE_ERROR)
+    except (PriceError, RefusedError) as exc:
+        return _fail(exc, exitcodes.REFUSED_BEFORE_SPENDING)
+    except EvalmineError as exc:
+        return _fail(exc, USAGE_ERROR)
+
+
+def _fail(exc: Exception, code: int) -> int:
+    print(f"evalmine: {exc}", file=sys.stderr)
+    return code
+
+
+def _session(args: argparse.Namespace) -> Any:
+    from ..engine.session import EvalSession, Settings
+
+    values = resolve(lambda dest: getattr(args, dest, None), lambda dest: None)
+    return EvalSession(settings=Settings(values), rootdir=args.rootdir.resolve())
+
+
+def _report_root(args: argparse.Namespace) -> Path:
+    return args.rootdir / (args.evalmine_report_dir or "reports")
+
+
+def _suite_name(args: argparse.Namespace) -> str:
+    """A suite given by name (its report folder) or by its file."""
+    if args.suite.endswith((".yaml", ".yml")):
+        from ..suite.loader import load_suite
+
+        return load_suite(args.rootdir / args.suite, shown=args.suite).name
+    return str(args.suite)
+
+
+# subcommands ------------------------------------------------------------------------------
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ..engine.catalog import validate
+
+    session = _session(args)
+    worst = 0
+    for given in args.suites:
+        try:
+            done = validate(session, args.rootdir / given)
+        except SuiteError as exc:
+            print(f"{exc}", file=sys.stderr)
+            worst = worst or SUITE_ERROR
+            continue
+        except PriceError as exc:
+            print(f"{given}: {exc}", file=sys.stderr)
+            worst = worst or exitcodes.REFUSED_BEFORE_SPENDING
+            continue
+        judge = f"judge {done.judge}" if done.judge else "no judge"
+        models = ", ".join(done.models)
+        print(f"ok {done.path}: suite {done.suite}, {done.items} items, {models}; {judge}")
+    return worst
+
+
+def cmd_prices(args: argparse.Namespace) -> int:
+    from ..reports.render import text_table
+
+    session = _session(args)
+    table = session.prices
+    rows = list(table.rows)
+    if args.suite:
+        suite = session.load(args.rootdir / args.suite)
+        wanted = [*session.models_for(suite)]
+        if judge := session.judge_model_for(suite):
+            wanted.append(judge)
+        rows = []
+        for model in dict.fromkeys(wanted):
+            row = table.lookup(model)
+            rows.append(row if row.model == model else _named(row, model))
+    print(f"prices pinned {table.pinned}, USD per million tokens")
+    body = [
+        (
+            row.model,
+            _price(row.input),
+            _price(row.output),
+            _price(row.cached_input),
+            _price(row.cache_write),
+            row.read,
+        )
+        for row in sorted(rows, key=lambda r: r.model)
+    ]
+    for line in text_table(("model", "input", "output", "cached in", "cache write", "read"), body):
+        print(line)
+    return 0
+
+
+def _named(row: Any, model: str) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(row, model=f"{model} (row {row.model})")
+
+
+def _price(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def cmd_suites(args: argparse.Namespace) -> int:
+    from ..engine.catalog import describe_suite, find_suite_files
+
+    root = args.rootdir.resolve()
+    found = find_suite_files(root / args.folder, args.glob)
+    if not found:
+        print(f"no suite files ({args.glob}) under {args.folder}")
+    for path in found:
+        info = describe_suite(path, root)
+        if info.error:
+            print(f"{info.path}: does not load: {info.error}")
+            continue
+        print(
+            f"{info.path}: suite {info.name}, {info.tasks} tasks, {info.cases} cases, "
+            f"{info.labels} labels; models {', '.join(info.models) or '-'}; "
+            f"judge {info.judge or '-'}"
+        )
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from ..engine.stored import list_runs
+    from ..reports.render import money, text_table
+
+    name = _suite_name(args)
+    runs = list_runs(_report_root(args), name)
+    if not runs:
+        raise EvalmineError(f"no run of suite {name!r} under {_report_root(args)}")
+    rows = []
+    for run in runs:
+        report = run.report()
+        rows.append(
+            (
+                run.run_id,
+                f"{report['outcomes'].get('passed', 0)}/{report['items']}",
+                money(report["cost"]["spent_usd"]),
+                _headline_word(report) + (" PARTIAL" if report["partial"] else ""),
+            )
+        )
+    for line in text_table(("run", "passed", "spent", "headline"), rows):
+        print(line)
+    return 0
+
+
+def _headline_word(report: dict[str, Any]) -> str:
+    from ..judging.headline import DAGGER
+
+    headline = report.get("headline")
+    if headline is None:
+        return "no judge"
+    return "eligible" if headline["headline_eligible"] else f"{DAGGER}UNCALIBRATED"
+
+
+def cmd_last(args: argparse.Namespace) -> int:
+    from ..engine.stored import latest_run
+
+    run = latest_run(_report_root(args), _suite_name(args))
+    target = run.report_path if args.json else run.run_dir / "report.md"
+    sys.stdout.write(target.read_text("utf-8"))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from ..engine.stored import find_run, rerender
+
+    run = find_run(args.run, _report_root(args), args.rootdir)
+    for path in rerender(run, args.rootdir):
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..engine.stored import find_run
+    from ..reports.compare import compare
+    from ..reports.sections import changes_section
+    from ..reports.terminal import terminal_section
+
+    before = find_run(args.run_a, _report_root(args), args.rootdir)
+    after = find_run(args.run_b, _report_root(args), args.rootdir)
+    changes = compare(after.report(), before.report())
+    if args.json:
+        print(json.dumps(changes, indent=2))
+        return 0
+    print(f"{before.run_id} -> {after.run_id}")
+    section = changes_section(changes)
+    for line in terminal_section(section) + section.detail_lines:
+        print(line)
+    return 0
+
+
+COMMANDS = {
+    "validate": cmd_validate,
+    "prices": cmd_prices,
+    "suites": cmd_suites,
+    "runs": cmd_runs,
+    "last": cmd_last,
+    "report": cmd_report,
+    "compare": cmd_compare,
+}
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,478 @@
+"""``evalmine-mcp``: an MCP server (stdio) for agents (spec: "MCP server").
+
+Tools run a suite (pytest in a child process, so a crash, a hang or an import cached between
+runs cannot reach the server), read and compare stored runs, and list suites. Every result is
+a typed record: numbers, flags and node ids, never an answer's text. A refusal (a path outside
+the suite root, a cap above the ceiling, a suite that does not load) is a result with
+``status: "refused"``, not an exception, so the agent reads why.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .. import exitcodes
+from ..engine.catalog import SuiteInfo, describe_suite, find_suite_files
+from ..engine.stored import RunDigest, StoredRun, digest, find_run, latest_run, list_runs
+from ..errors import EvalmineError
+
+ROOT_ENV = "EVALMINE_MCP_SUITE_ROOT"
+MAX_COST_ENV = "EVALMINE_MCP_MAX_COST"
+CEILING_ENV = "EVALMINE_MCP_MAX_COST_CEILING"
+TIMEOUT_ENV = "EVALMINE_MCP_TIMEOUT"
+DEFAULT_MAX_COST_USD = 1.00
+DEFAULT_CEILING_USD = 5.00
+DEFAULT_TIMEOUT_S = 1800.0
+REPORT_DIR = "reports"
+
+# The child's environment: enough to run Python and reach providers, nothing else of the
+# server's (an agent's host may hold unrelated secrets in its environment).
+PASSED_ENV = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "SYSTEMROOT",
+    "PYTHONPATH",
+    "EVALMINE_HOME",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+)
+# pytest's run outcomes that leave a report behind.
+REPORTED = {0, 1, exitcodes.STOPPED_OVER_BUDGET, exitcodes.CALIBRATION_GATE_FAILED}
+
+
+@dataclass
+class Refusal:
+    status: Literal["refused"]
+    code: str  # path_outside_root, over_ceiling, bad_request, suite_error, not_found,
+    # refused_before_spending
+    reason: str
+
+
+def refusal(code: str, reason: str) -> Refusal:
+    return Refusal("refused", code, reason)
+
+
+@dataclass
+class RunSuiteResult:
+    status: Literal["completed", "failed"]
+    exit_code: int
+    exit_meaning: str
+    max_cost_usd: float
+    run: RunDigest | None  # None when pytest ended without writing a report
+
+
+@dataclass
+class RunBrief:
+    run_id: str
+    created_utc: str
+    models: list[str]
+    items: int
+    outcomes: dict[str, int]
+    spent_usd: float
+    partial: bool
+    headline_eligible: bool | None
+
+
+@dataclass
+class RunList:
+    status: Literal["ok"]
+    suite: str
+    runs: list[RunBrief] = field(default_factory=list)
+
+
+@dataclass
+class SuiteList:
+    status: Literal["ok"]
+    folder: str
+    suites: list[SuiteInfo] = field(default_factory=list)
+
+
+@dataclass
+class RunView:
+    status: Literal["ok"]
+    run: RunDigest
+
+
+@dataclass
+class Comparison:
+    status: Literal["ok"]
+    run_a: str
+    run_b: str
+    changes: dict[str, Any]  # spec "Compare": what changed from run_a to run_b
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The server's settings, from its environment when it starts."""
+
+    root: Path
+    max_cost_usd: float = DEFAULT_MAX_COST_USD
+    ceiling_usd: float = DEFAULT_CEILING_USD
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | os._Environ[str]) -> Limits:
+        def number(name: str, default: float) -> float:
+            raw = environ.get(name)
+            try:
+                return float(raw) if raw else default
+            except ValueError:
+                raise EvalmineError(f"{name}={raw!r} is not a number") from None
+
+        return cls(
+            root=Path(environ.get(ROOT_ENV) or os.getcwd()).resolve(),
+            max_cost_usd=number(MAX_COST_ENV, DEFAULT_MAX_COST_USD),
+            ceiling_usd=number(CEILING_ENV, DEFAULT_CEILING_USD),
+            timeout_s=number(TIMEOUT_ENV, DEFAULT_TIMEOUT_S),
+        )
+
+    @property
+    def report_root(self) -> Path:
+        return self.root / REPORT_DIR
+
+
+class OutsideRoot(EvalmineError):
+    pass
+
+
+def confine(root: Path, given: str) -> Path:
+    """``given`` (relative to the root, or absolute) with every symlink and ``..`` resolved;
+    refused unless the result lies inside the root."""
+    if "\x00" in given:
+        raise OutsideRoot(f"{given!r}: not a path")
+    resolved = (root / given).resolve()
+    if resolved != root and root not in resolved.parents:
+        raise OutsideRoot(f"{given}: resolves outside the suite root {root}")
+    return resolved
+
+
+class Tools:
+    """The tools' logic, apart from the MCP wiring so each can be called directly."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+
+    # read-only ----------------------------------------------------------------------------
+    def list_suites(self, folder: str = ".") -> SuiteList | Refusal:
+        try:
+            where = confine(self.limits.root, folder)
+        except OutsideRoot as exc:
+            return refusal("path_outside_root", str(exc))
+        if not where.is_dir():
+            return refusal("not_found", f"{folder}: no such folder under the suite root")
+        suites = [
+            describe_suite(path, self.limits.root)
+            for path in find_suite_files(where)
+            if self._inside(path)
+        ]
+        return SuiteList("ok", _shown(where, self.limits.root), suites)
+
+    def list_runs(self, suite: str) -> RunList | Refusal:
+        try:
+            name = self._suite_name(suite)
+        except OutsideRoot as exc:
+            return refusal("path_outside_root", str(exc))
+        except EvalmineError as exc:
+            return refusal("suite_error", str(exc))
+        runs = [_brief(run) for run in list_runs(self.limits.report_root, name)]
+        return RunList("ok", name, runs)
+
+    def show_run(self, run: str) -> RunView | Refusal:
+        return self._view(lambda: self._find(run))
+
+    def last_report(self, suite: str) -> RunView | Refusal:
+        return self._view(lambda: latest_run(self.limits.report_root, self._suite_name(suite)))
+
+    def compare(self, run_a: str, run_b: str) -> Comparison | Refusal:
+        from ..reports.compare import compare
+
+        try:
+            before, after = self._find(run_a), self._find(run_b)
+            changes = compare(after.report(), before.report())
+        except OutsideRoot as exc:
+            return refusal("path_outside_root", str(exc))
+        except EvalmineError as exc:
+            return refusal("not_found", str(exc))
+        return Comparison("ok", before.run_id, after.run_id, changes)
+
+    # spending -----------------------------------------------------------------------------
+    def cap_for(self, suite_limit: float | None, max_cost: float | None) -> float | Refusal:
+        """The run's cap: the request when given (refused above the ceiling, never clamped),
+        else the smaller of the suite's limit and the server's default."""
+        if max_cost is None:
+            return min(self.limits.max_cost_usd, suite_limit or self.limits.max_cost_usd)
+        if not max_cost > 0:
+            return refusal("bad_request", f"max_cost must be above $0 (got {max_cost})")
+        if max_cost > self.limits.ceiling_usd:
+            return refusal(
+                "over_ceiling",
+                f"max_cost ${max_cost:.2f} is above this server's ceiling "
+                f"${self.limits.ceiling_usd:.2f} ({CEILING_ENV}); ask for less",
+            )
+        return max_cost
+
+    def pytest_command(
+        self,
+        suite_file: Path,
+        cap: float,
+        models: list[str] | None,
+        baseline: str | None,
+        no_cache: bool,
+        fake: bool,
+    ) -> list[str]:
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            _shown(suite_file, self.limits.root),
+            "-p",
+            "pytest_evalmine.plugin",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            f"--rootdir={self.limits.root}",
+            f"--evalmine-report-dir={REPORT_DIR}",
+            f"--evalmine-max-cost={cap!r}",
+        ]
+        if models:
+            command.append("--evalmine-models=" + ",".join(models))
+        if baseline:
+            command.append(f"--evalmine-baseline={baseline}")
+        if no_cache:
+            command.append("--evalmine-no-cache")
+        if fake:
+            command.append("--evalmine-fake")
+        return command
+
+    def child_environment(self, key_variables: list[str]) -> dict[str, str]:
+        env = {
+            name: os.environ[name] for name in (*PASSED_ENV, *key_variables) if name in os.environ
+        }
+        # Only our plugin: another installed plugin must not change or break an agent's run.
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+        return env
+
+    async def run_suite(
+        self,
+        suite: str,
+        models: list[str] | None = None,
+        max_cost: float | None = None,
+        baseline: str | None = None,
+        no_cache: bool = False,
+        fake: bool = False,
+    ) -> RunSuiteResult | Refusal:
+        from ..suite.loader import load_suite
+
+        try:
+            suite_file = confine(self.limits.root, suite)
+            if not suite_file.is_file():
+                return refusal("not_found", f"{suite}: no such suite file under the suite root")
+            loaded = load_suite(suite_file, shown=_shown(suite_file, self.limits.root))
+        except OutsideRoot as exc:
+            return refusal("path_outside_root", str(exc))
+        except EvalmineError as exc:
+            return refusal("suite_error", str(exc))
+        cap = self.cap_for(loaded.max_cost_usd, max_cost)
+        if isinstance(cap, Refusal):
+            return cap
+        command = self.pytest_command(suite_file, cap, models, baseline, no_cache, fake)
+        keys = sorted(
+            {str(e["api_key_env"]) for e in loaded.endpoints.values() if e.get("api_key_env")}
+        )
+        before = {run.run_id for run in list_runs(self.limits.report_root, loaded.name)}
+        code, output = await _run_child(command, self.child_environment(keys), self.limits)
+        if code is None:
+            return RunSuiteResult(
+                "failed", -1, f"timed out after {self.limits.timeout_s:.0f} s", cap, None
+            )
+        if code == exitcodes.REFUSED_BEFORE_SPENDING:
+            return refusal("refused_before_spending", _exit_message(output))
+        new_runs = [
+            r for r in list_runs(self.limits.report_root, loaded.name) if r.run_id not in before
+        ]
+        run = digest(new_runs[-1], self.limits.root) if new_runs and code in REPORTED else None
+        status: Literal["completed", "failed"] = "completed" if run is not None else "failed"
+        return RunSuiteResult(status, code, exitcodes.meaning(code), cap, run)
+
+    # helpers ------------------------------------------------------------------------------
+    def _inside(self, path: Path) -> bool:
+        try:
+            confine(self.limits.root, str(path))
+        except OutsideRoot:
+            return False
+        return True
+
+    def _suite_name(self, suite: str) -> str:
+        """A suite's name as its report folder has it: given directly, or read from a suite
+        file under the root."""
+        if not suite.endswith((".yaml", ".yml")):
+            if not suite.replace("-", "").replace("_", "").replace(".", "").isalnum() or suite in {
+                ".",
+                "..",
+            }:
+                raise EvalmineError(f"{suite!r} is neither a suite name nor a suite file")
+            return suite
+        from ..suite.loader import load_suite
+
+        path = confine(self.limits.root, suite)
+        return load_suite(path, shown=_shown(path, self.limits.root)).name
+
+    def _find(self, reference: str) -> StoredRun:
+        if "/" in reference or os.sep in reference or reference.startswith("."):
+            confine(self.limits.root, reference)  # a path, even one that does not exist
+        run = find_run(reference, self.limits.report_root, self.limits.root)
+        confine(self.limits.root, str(run.run_dir))
+        return run
+
+    def _view(self, locate: Any) -> RunView | Refusal:
+        try:
+            run = locate()
+            return RunView("ok", digest(run, self.limits.root))
+        except OutsideRoot as exc:
+            return refusal("path_outside_root", str(exc))
+        except EvalmineError as exc:
+            return refusal("not_found", str(exc))
+
+
+def _shown(path: Path, root: Path) -> str:
+    return str(path.relative_to(root)) if path != root else "."
+
+
+def _brief(run: StoredRun) -> RunBrief:
+    report = run.report()
+    headline = report.get("headline")
+    return RunBrief(
+        run_id=report["run_id"],
+        created_utc=report.get("created_utc", ""),
+        models=report["models"],
+        items=report["items"],
+        outcomes=report["outcomes"],
+        spent_usd=report["cost"]["spent_usd"],
+        partial=bool(report["partial"]),
+        headline_eligible=None if headline is None else bool(headline["headline_eligible"]),
+    )
+
+
+def _exit_message(output: str) -> str:
+    """The one line our plugin gave ``pytest.exit`` (never an answer: no item ran)."""
+    for line in output.splitlines():
+        if "Exit: " in line:
+            return line.split("Exit: ", 1)[1].strip(" !")
+    return exitcodes.meaning(exitcodes.REFUSED_BEFORE_SPENDING)
+
+
+async def _run_child(
+    command: list[str], env: dict[str, str], limits: Limits
+) -> tuple[int | None, str]:
+    """Run pytest; (exit code, its output), or (None, output) when it outlived the timeout
+    and was killed."""
+    import subprocess
+
+    import anyio
+
+    process = await anyio.open_process(
+        command, cwd=limits.root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    chunks: list[bytes] = []
+    async with process:
+        with anyio.move_on_after(limits.timeout_s) as scope:
+            assert process.stdout is not None
+            async for chunk in process.stdout:
+                chunks.append(chunk)
+            await process.wait()
+        if scope.cancelled_caught:
+            process.kill()
+            await process.wait()
+            return None, b"".join(chunks).decode("utf-8", "replace")
+    return process.returncode, b"".join(chunks).decode("utf-8", "replace")
+
+
+def build_server(limits: Limits) -> Any:
+    """The MCP server with its six tools."""
+    from mcp.server import MCPServer
+
+    tools = Tools(limits)
+    server = MCPServer(
+        "evalmine",
+        instructions=(
+            "Run pytest-evalmine suites and read their results. Win rates flagged "
+            "UNCALIBRATED (dagger) must not be reported as headline numbers."
+        ),
+    )
+
+    @server.tool()
+    async def run_suite(
+        suite: str,
+        models: list[str] | None = None,
+        max_cost: float | None = None,
+        baseline: str | None = None,
+        no_cache: bool = False,
+        fake: bool = False,
+    ) -> RunSuiteResult | Refusal:
+        """Run a suite file (a path under the suite root) with pytest in a child process and
+        return its numbers: run id, report paths, headline eligibility and why, calibration,
+        win rates (dagger = not headline-eligible), per-model scorecard, cost, failing node
+        ids. models: provider/model strings, baseline first. max_cost: USD cap (default the
+        smaller of the suite limit and the server default; above the ceiling is refused).
+        fake: answer with the offline fake adapter, at no cost. no_cache: call every model
+        again."""
+        return await tools.run_suite(suite, models, max_cost, baseline, no_cache, fake)
+
+    @server.tool()
+    def compare(run_a: str, run_b: str) -> Comparison | Refusal:
+        """What changed from run_a to run_b (run ids, run folders or report.json paths):
+        cost, latency, calibration, and win-rate movements (same suite) or task changes."""
+        return tools.compare(run_a, run_b)
+
+    @server.tool()
+    def last_report(suite: str) -> RunView | Refusal:
+        """The latest run of a suite (its name, or its file under the suite root)."""
+        return tools.last_report(suite)
+
+    @server.tool()
+    def list_suites(folder: str = ".") -> SuiteList | Refusal:
+        """Suite files (*.eval.yaml) under a folder of the suite root, with their tasks,
+        cases, models, judge and labels; a suite that does not load shows its error."""
+        return tools.list_suites(folder)
+
+    @server.tool()
+    def list_runs(suite: str) -> RunList | Refusal:
+        """A suite's stored runs, oldest first (suite name, or its file)."""
+        return tools.list_runs(suite)
+
+    @server.tool()
+    def show_run(run: str) -> RunView | Refusal:
+        """One stored run (run id, run folder or report.json) in numbers and flags."""
+        return tools.show_run(run)
+
+    return server
+
+
+def main() -> None:
+    """Entry point of ``evalmine-mcp``: serve on stdin/stdout until the client leaves."""
+    try:
+        limits = Limits.from_env(os.environ)
+    except EvalmineError as exc:
+        print(f"evalmine-mcp: {exc}", file=sys.stderr)
+        raise SystemExit(4) from None
+    try:
+        server = build_server(limits)
+    except ImportError:
+        print(
+            "evalmine-mcp: the MCP SDK is not installed: pip install 'pytest-evalmine[mcp]'",
+            file=sys.stderr,
+        )
+        raise SystemExit(4) from None
+    server.run("stdio")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""Runs on disk (spec: "Report files", "Command line"): list a suite's runs, find one, digest
+it for an agent or a person, and render its report again from what it stored, without a
+call or a cent. The ``evalmine`` command and the MCP server read runs only through here."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvalmineError
+from ..judging.headline import headline_from_pairs
+from ..judging.pairs import Pair
+from ..reports.compare import find_previous
+from ..reports.compare import load as load_report
+from ..reports.files import atomic_write, render_markdown
+from ..reports.summary import RunSummary, summarize
+from ..run.records import PASSED, AnswerRecord
+from ..suite.loader import load_suite
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One run folder: ``<report root>/<suite>/<run id>/`` with its report.json."""
+
+    run_dir: Path
+
+    @property
+    def run_id(self) -> str:
+        return self.run_dir.name
+
+    @property
+    def report_path(self) -> Path:
+        return self.run_dir / "report.json"
+
+    def report(self) -> dict[str, Any]:
+        return load_report(self.report_path)
+
+    def records(self) -> list[AnswerRecord]:
+        return [AnswerRecord.from_dict(row) for row in _read_jsonl(self.run_dir / "answers.jsonl")]
+
+    def pairs(self) -> list[Pair]:
+        return [Pair.from_dict(row) for row in _read_jsonl(self.run_dir / "pairs.jsonl")]
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    try:
+        lines = path.read_text("utf-8").splitlines()
+        return [json.loads(line) for line in lines if line.strip()]
+    except (OSError, ValueError) as exc:
+        raise EvalmineError(f"{path}: cannot read: {exc}") from None
+
+
+def list_runs(report_root: Path, suite_name: str) -> list[StoredRun]:
+    """A suite's runs, oldest first (run ids begin with their UTC time)."""
+    suite_dir = report_root / suite_name
+    if not suite_dir.is_dir():
+        return []
+    return [StoredRun(p) for p in sorted(suite_dir.iterdir()) if (p / "report.json").is_file()]
+
+
+def latest_run(report_root: Path, suite_name: str) -> StoredRun:
+    report = find_previous(report_root, suite_name)
+    if report is None:
+        raise EvalmineError(f"no run of suite {suite_name!r} under {report_root}")
+    return StoredRun(report.parent)
+
+
+def find_run(reference: str, report_root: Path, base: Path) -> StoredRun:
+    """A run id (looked up under every suite of ``report_root``), a run folder or a
+    report.json, relative to ``base``."""
+    path = base / reference
+    if path.is_file() and path.name == "report.json":
+        return StoredRun(path.parent)
+    if (path / "report.json").is_file():
+        return StoredRun(path)
+    if "/" not in reference and report_root.is_dir():
+        for suite_dir in sorted(report_root.iterdir()):
+            if (suite_dir / reference / "report.json").is_file():
+                return StoredRun(suite_dir / reference)
+    raise EvalmineError(f"no run {reference!r}: give a run id, a run folder or a report.json")
+
+
+def rerender(run: StoredRun, rootdir: Path) -> list[Path]:
+    """Write report.md again from report.json, answers.jsonl and pairs.jsonl; returns the
+    files written. Calibration and win rates are recomputed from the stored verdicts (seeded,
+    so identical); the suite file supplies the labels and must still have the run's hash."""
+    target = run.run_dir / "report.md"
+    atomic_write(target, render_markdown(stored_summary(run, rootdir)))
+    return [target]
+
+
+def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
+    report = run.report()
+    headline = None
+    stored_headline = report.get("headline")
+    if stored_headline is not None:
+        suite_file = rootdir / report["suite"]["file"]
+        suite = load_suite(suite_file, shown=report["suite"]["file"])
+        if suite.hash != report["suite"]["hash"]:
+            raise EvalmineError(
+                f"{report['suite']['file']}: the suite changed since run {run.run_id} "
+                f"(sha256 {suite.hash[:12]}, the run cites {report['suite']['hash'][:12]}): "
+                "its labels cannot re-create that run's calibration"
+            )
+        headline = headline_from_pairs(
+            suite,
+            run.pairs(),
+            report["models"],
+            stored_headline["judge"]["model"],
+            gate_on=stored_headline["calibration"]["gate_on"],
+        )
+    cost = report["cost"]
+    return summarize(
+        run_id=report["run_id"],
+        records=run.records(),
+        models=report["models"],
+        models_hash=report["models_hash"],
+        suite_name=report["suite"]["name"],
+        suite_file=report["suite"]["file"],
+        suite_hash=report["suite"]["hash"],
+        cap_usd=cost["cap_usd"],
+        cap_source=cost["cap_source"],
+        estimate_usd=cost["estimate_usd"],
+        record_mode=report["record_mode"],
+        adapter_routing=report["adapter_routing"],
+        prices_pinned=cost["prices_pinned"],
+        command=report["command"],
+        task_hashes=report["suite"].get("task_hashes", {}),
+        label_counts=report["suite"].get("label_counts", {}),
+        headline=headline,
+        judge_note=report.get("judge_note"),
+        changes=report.get("changes"),
+    )
+
+
+# digests: what an agent (MCP) or the `evalmine runs` listing is told about a run -------------
+@dataclass
+class CalibrationDigest:
+    status: str
+    reason: str
+    kappa: float | None
+    band: str | None
+    interval: list[float] | None
+    labels_matched: int
+
+
+@dataclass
+class WinRateDigest:
+    candidate: str
+    win_rate: float | None
+    interval: list[float] | None
+    n: int
+    headline_eligible: bool
+    dagger: bool  # shown with a dagger and UNCALIBRATED wherever it is printed
+    flag: str | None
+    ineligible_reasons: list[str]
+
+
+@dataclass
+class ModelDigest:
+    model: str
+    baseline: bool
+    passed: int
+    items: int
+    schema_pass_rate: float | None
+    latency_p50_s: float | None
+    latency_p95_s: float | None
+    cost_usd: float
+    cost_if_uncached_usd: float
+
+
+@dataclass
+class RunDigest:
+    """A run in numbers and flags. Never an answer's text."""
+
+    run_id: str
+    suite: str
+    suite_file: str
+    created_utc: str
+    report_json: str
+    report_md: str
+    partial: bool
+    items: int
+    outcomes: dict[str, int]
+    spent_usd: float
+    if_uncached_usd: float
+    cap_usd: float
+    calls_made: int
+    calls_cached: int
+    headline_eligible: bool | None  # None: no judge ran (see judge_note)
+    headline_reason: str
+    judge_note: str | None
+    calibration: CalibrationDigest | None
+    win_rates: list[WinRateDigest] = field(default_factory=list)
+    models: list[ModelDigest] = field(default_factory=list)
+    failing_node_ids: list[str] = field(default_factory=list)
+
+
+def digest(run: StoredRun, rootdir: Path) -> RunDigest:
+    report = run.report()
+    headline = report.get("headline")
+    calibration = None
+    rates: list[WinRateDigest] = []
+    if headline is not None:
+        cal = headline["calibration"]
+        interval = cal.get("kappa_interval")
+        calibration = CalibrationDigest(
+            status=cal["status"],
+            reason=cal["reason"],
+            kappa=cal["kappa"],
+            band=cal.get("band"),
+            interval=[interval["low"], interval["high"]] if interval else None,
+            labels_matched=cal["n"],
+        )
+        rates = [_win_rate_digest(rate) for rate in headline["win_rates"]]
+    return RunDigest(
+        run_id=report["run_id"],
+        suite=report["suite"]["name"],
+        suite_file=report["suite"]["file"],
+        created_utc=report.get("created_utc", ""),
+        report_json=_shown(run.report_path, rootdir),
+        report_md=_shown(run.run_dir / "report.md", rootdir),
+        partial=bool(report["partial"]),
+        items=report["items"],
+        outcomes=report["outcomes"],
+        spent_usd=report["cost"]["spent_usd"],
+        if_uncached_usd=report["cost"]["if_uncached_usd"],
+        cap_usd=report["cost"]["cap_usd"],
+        calls_made=report["calls"]["made"],
+        calls_cached=report["calls"]["cached"],
+        headline_eligible=None if headline is None else bool(headline["headline_eligible"]),
+        headline_reason=_headline_reason(report),
+        judge_note=report.get("judge_note"),
+        calibration=calibration,
+        win_rates=rates,
+        models=[_model_digest(row) for row in report["scorecard"]],
+        failing_node_ids=[
+            f"{report['suite']['file']}::{r.task}::{r.case}[{r.model}]"
+            for r in run.records()
+            if r.outcome != PASSED
+        ],
+    )
+
+
+def _shown(path: Path, rootdir: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(rootdir.resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _headline_reason(report: dict[str, Any]) -> str:
+    headline = report.get("headline")
+    if headline is None:
+        return report.get("judge_note") or "no judge ran"
+    if headline["headline_eligible"]:
+        return headline["calibration"]["reason"]
+    reasons = sorted({r for rate in headline["win_rates"] for r in rate["ineligible_reasons"]})
+    return "; ".join(reasons) or headline["calibration"]["reason"]
+
+
+def _win_rate_digest(rate: dict[str, Any]) -> WinRateDigest:
+    interval = rate.get("interval")
+    return WinRateDigest(
+        candidate=rate["candidate"],
+        win_rate=rate["win_rate"],
+        interval=[interval["low"], interval["high"]] if interval else None,
+        n=rate["n"],
+        headline_eligible=rate["headline_eligible"],
+        dagger=not rate["headline_eligible"],
+        flag=rate.get("flag"),
+        ineligible_reasons=list(rate["ineligible_reasons"]),
+    )
+
+
+def _model_digest(row: dict[str, Any]) -> ModelDigest:
+    return ModelDigest(
+        model=row["model"],
+        baseline=bool(row["baseline"]),
+        passed=row["passed"],
+        items=row["items"],
+        schema_pass_rate=(row.get("schema_all") or {}).get("rate"),
+        latency_p50_s=row.get("latency_p50_s"),
+        latency_p95_s=row.get("latency_p95_s"),
+        cost_usd=row["cost_usd"],
+        cost_if_uncached_usd=row["cost_if_uncached_usd"],
+    )
