@@ -155,13 +155,16 @@ def confine(root: Path, given: str) -> Path:
 
 
 class Tools:
-    """The tools' logic, apart from the MCP wiring so each can be called directly."""
+    """The tools' logic. ``build_server`` registers six methods as MCP tools: a method's
+    docstring is the tool's description, its annotations the input and output schemas."""
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
 
     # read-only ----------------------------------------------------------------------------
     def list_suites(self, folder: str = ".") -> SuiteList | Refusal:
+        """Suite files (*.eval.yaml) under a folder of the suite root, with their tasks,
+        cases, models, judge and labels; a suite that does not load shows its error."""
         try:
             where = confine(self.limits.root, folder)
         except OutsideRoot as exc:
@@ -176,6 +179,7 @@ class Tools:
         return SuiteList("ok", _shown(where, self.limits.root), suites)
 
     def list_runs(self, suite: str) -> RunList | Refusal:
+        """A suite's stored runs, oldest first (suite name, or its file)."""
         try:
             name = self._suite_name(suite)
         except OutsideRoot as exc:
@@ -186,12 +190,16 @@ class Tools:
         return RunList("ok", name, runs)
 
     def show_run(self, run: str) -> RunView | Refusal:
+        """One stored run (run id, run folder or report.json) in numbers and flags."""
         return self._view(lambda: self._find(run))
 
     def last_report(self, suite: str) -> RunView | Refusal:
+        """The latest run of a suite (its name, or its file under the suite root)."""
         return self._view(lambda: latest_run(self.limits.report_root, self._suite_name(suite)))
 
     def compare(self, run_a: str, run_b: str) -> Comparison | Refusal:
+        """What changed from run_a to run_b (run ids, run folders or report.json paths):
+        cost, latency, calibration, and win-rate movements (same suite) or task changes."""
         from ..reports.compare import compare
 
         try:
@@ -269,6 +277,13 @@ class Tools:
         no_cache: bool = False,
         fake: bool = False,
     ) -> RunSuiteResult | Refusal:
+        """Run a suite file (a path under the suite root) with pytest in a child process and
+        return its numbers: run id, report paths, headline eligibility and why, calibration,
+        win rates (dagger = not headline-eligible), per-model scorecard, cost, failing node
+        ids. models: provider/model strings, baseline first. max_cost: USD cap (default the
+        smaller of the suite limit and the server default; above the ceiling is refused).
+        fake: answer with the offline fake adapter, at no cost. no_cache: call every model
+        again."""
         from ..suite.loader import load_suite
 
         try:
@@ -408,51 +423,15 @@ def build_server(limits: Limits) -> Any:
         ),
     )
 
-    @server.tool()
-    async def run_suite(
-        suite: str,
-        models: list[str] | None = None,
-        max_cost: float | None = None,
-        baseline: str | None = None,
-        no_cache: bool = False,
-        fake: bool = False,
-    ) -> RunSuiteResult | Refusal:
-        """Run a suite file (a path under the suite root) with pytest in a child process and
-        return its numbers: run id, report paths, headline eligibility and why, calibration,
-        win rates (dagger = not headline-eligible), per-model scorecard, cost, failing node
-        ids. models: provider/model strings, baseline first. max_cost: USD cap (default the
-        smaller of the suite limit and the server default; above the ceiling is refused).
-        fake: answer with the offline fake adapter, at no cost. no_cache: call every model
-        again."""
-        return await tools.run_suite(suite, models, max_cost, baseline, no_cache, fake)
-
-    @server.tool()
-    def compare(run_a: str, run_b: str) -> Comparison | Refusal:
-        """What changed from run_a to run_b (run ids, run folders or report.json paths):
-        cost, latency, calibration, and win-rate movements (same suite) or task changes."""
-        return tools.compare(run_a, run_b)
-
-    @server.tool()
-    def last_report(suite: str) -> RunView | Refusal:
-        """The latest run of a suite (its name, or its file under the suite root)."""
-        return tools.last_report(suite)
-
-    @server.tool()
-    def list_suites(folder: str = ".") -> SuiteList | Refusal:
-        """Suite files (*.eval.yaml) under a folder of the suite root, with their tasks,
-        cases, models, judge and labels; a suite that does not load shows its error."""
-        return tools.list_suites(folder)
-
-    @server.tool()
-    def list_runs(suite: str) -> RunList | Refusal:
-        """A suite's stored runs, oldest first (suite name, or its file)."""
-        return tools.list_runs(suite)
-
-    @server.tool()
-    def show_run(run: str) -> RunView | Refusal:
-        """One stored run (run id, run folder or report.json) in numbers and flags."""
-        return tools.show_run(run)
-
+    for tool in (
+        tools.run_suite,
+        tools.compare,
+        tools.last_report,
+        tools.list_suites,
+        tools.list_runs,
+        tools.show_run,
+    ):
+        server.tool()(tool)
     return server
 
 
