@@ -6,6 +6,7 @@ value wins over the ini value. The CLI and the MCP server read the same table.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ class Option:
     metavar: str | None = None
     ini: bool = True
     cli: bool = True
+    # Bounds of a numeric option, inclusive.
+    minimum: float | None = None
+    maximum: float | None = None
 
     @property
     def flag(self) -> str:
@@ -37,16 +41,21 @@ class Option:
     def dest(self) -> str:
         return "evalmine_" + self.name
 
-    def parse(self, raw: Any) -> Any:
-        """Turn an ini string (or a command-line value) into the option's type."""
+    def parse(self, raw: Any, source: str | None = None) -> Any:
+        """Turn an ini string (or a command-line value) into the option's type. ``source``
+        names where the value came from in the error (default: the flag)."""
         if raw is None or raw == "" or raw == []:
             return self.default
         if self.kind == "bool":
             return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes", "on")
-        if self.kind == "int":
-            return int(raw)
-        if self.kind == "float":
-            return float(raw)
+        if self.kind in ("int", "float"):
+            return parse_number(
+                raw,
+                source or self.flag,
+                integer=self.kind == "int",
+                minimum=self.minimum,
+                maximum=self.maximum,
+            )
         if self.kind == "list":
             return list(raw) if isinstance(raw, list) else [line for line in raw if line]
         value = str(raw)
@@ -73,6 +82,7 @@ OPTIONS: tuple[Option, ...] = (
         f"cost cap in USD for this run (env {CAP_ENV}; suite limit; default {DEFAULT_CAP_USD:.2f})",
         kind="float",
         metavar="USD",
+        minimum=0.0,
     ),
     Option(
         "no_cache", "ignore cached answers (they are still written)", kind="bool", default=False
@@ -83,8 +93,24 @@ OPTIONS: tuple[Option, ...] = (
         default="new",
         choices=("new", "all", "none"),
     ),
-    Option("concurrency", "concurrent calls per provider", kind="int", default=8, metavar="N"),
-    Option("retries", "retries of a retryable provider error", kind="int", default=2, metavar="N"),
+    Option(
+        "concurrency",
+        "concurrent calls per provider",
+        kind="int",
+        default=8,
+        metavar="N",
+        minimum=1,
+        maximum=1024,
+    ),
+    Option(
+        "retries",
+        "retries of a retryable provider error",
+        kind="int",
+        default=2,
+        metavar="N",
+        minimum=0,
+        maximum=20,
+    ),
     Option(
         "max_response_mb",
         "largest provider response body read, in MB; a larger one is an error, never an answer",
@@ -105,6 +131,8 @@ OPTIONS: tuple[Option, ...] = (
         kind="float",
         default=0.0,
         metavar="S",
+        minimum=0.0,
+        maximum=3600.0,
     ),
     Option(
         "fake_fault",
@@ -187,10 +215,49 @@ def resolve(get_option: Callable[[str], Any], get_ini: Callable[[str], Any]) -> 
     values: dict[str, Any] = {}
     for option in OPTIONS:
         raw = get_option(option.dest) if option.cli else None
+        source = option.flag
         if raw is None or raw is False or raw == []:
             raw = get_ini(option.dest) if option.ini else None
-        values[option.name] = option.parse(raw)
+            source = f"ini {option.dest}"
+        values[option.name] = option.parse(raw, source)
     return values
+
+
+def parse_number(
+    raw: Any,
+    what: str,
+    *,
+    integer: bool = False,
+    minimum: float | None = None,
+    maximum: float | None = None,
+) -> Any:
+    """A finite number within bounds, or ``ValueError`` with one line naming ``what``.
+    NaN and infinity are refused: every comparison with NaN is false, so a NaN cap would
+    never stop a run."""
+    text = str(raw).strip()
+    try:
+        value: float = int(text) if integer else float(text)
+    except ValueError:
+        kind = "a whole number" if integer else "a number"
+        raise ValueError(f"{what}: {text!r} is not {kind}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"{what}: {text!r} is not a finite number")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{what}: {text} is below the minimum of {minimum:g}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{what}: {text} is above the maximum of {maximum:g}")
+    return value
+
+
+def check_values(values: dict[str, Any]) -> None:
+    """The start-up checks that need no more than this module (``ValueError``): the cap's
+    environment variable and the record mode. ``resolve`` has parsed every number already."""
+    cap_from(values["max_cost"], [])
+    record_mode(values["no_cache"], values["record"])
+
+
+# Options whose values only a higher layer can parse (endpoint, rate and fault specs).
+SPEC_OPTIONS = ("endpoint", "rpm", "fake_fault")
 
 
 def record_mode(no_cache: bool, record: str) -> str:
@@ -209,10 +276,8 @@ def cap_from(option_value: float | None, suite_limits: list[float]) -> tuple[flo
         return option_value, "--evalmine-max-cost"
     env = os.environ.get(CAP_ENV)
     if env:
-        try:
-            return float(env), CAP_ENV
-        except ValueError:
-            raise ValueError(f"{CAP_ENV}={env!r} is not a number of dollars") from None
+        return parse_number(env, CAP_ENV, minimum=0.0), CAP_ENV
     if suite_limits:
-        return min(suite_limits), "suite limits.max_cost_usd"
+        source = "suite limits.max_cost_usd"
+        return min(parse_number(v, source, minimum=0.0) for v in suite_limits), source
     return DEFAULT_CAP_USD, "default"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from . import exitcodes
-from .options import add_options, record_mode
+from .options import SPEC_OPTIONS, add_options, check_values, resolve
 from .stash import FINISHED_KEY, SUMMARY_KEY, eval_session, is_active, run_token
 
 if TYPE_CHECKING:
@@ -40,14 +40,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Called after options are parsed: registers the marker items carry, and the reporter
     whose hooks need this config."""
-    try:
-        no_cache = bool(config.getoption("evalmine_no_cache"))
-        record_mode(no_cache, config.getoption("evalmine_record") or "new")
-        if config.getoption("evalmine_fake_fault"):
-            from .adapters.fake import parse_faults
+    from .errors import EvalmineError
 
-            parse_faults(config.getoption("evalmine_fake_fault"))
-    except ValueError as exc:
+    try:
+        values = resolve(config.getoption, config.getini)
+        check_values(values)
+        if any(values[name] for name in SPEC_OPTIONS):
+            from .engine.session import Settings, check_settings
+
+            check_settings(Settings(values))
+    except (ValueError, EvalmineError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(Reporter(config), "evalmine-reporter")
     if config.pluginmanager.hasplugin("html"):
@@ -101,7 +103,12 @@ def evalmine_judge_adapters(pytestconfig: pytest.Config) -> AdapterRegistry:
 @pytest.fixture(scope="session")
 def evalmine_cost_limit(pytestconfig: pytest.Config) -> float:
     """The run's cost cap in USD (option > EVALMINE_MAX_COST > suite limit > default)."""
-    return eval_session(pytestconfig).resolve_cap()
+    from .errors import EvalmineError
+
+    try:
+        return eval_session(pytestconfig).resolve_cap()
+    except EvalmineError as exc:  # a suite limit that is not a finite number
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(scope="session")

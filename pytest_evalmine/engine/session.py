@@ -20,7 +20,7 @@ from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError, RefusedError
 from ..judging.judge import judge_request
 from ..judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
-from ..options import HOME_ENV, cap_from, record_mode
+from ..options import HOME_ENV, cap_from, check_values, record_mode
 from ..reports.render import money
 from ..run.dispatch import (
     BUDGET,
@@ -92,6 +92,19 @@ class Settings:
             return self.values[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+def check_settings(settings: Settings) -> None:
+    """Parse every value a run reads from options, ini keys and the environment once, at
+    start-up, so that a bad one is one line before anything runs (``EvalmineError``)."""
+    try:
+        check_values(settings.values)
+    except ValueError as exc:
+        raise EvalmineError(str(exc)) from None
+    session = EvalSession(settings=settings, rootdir=Path("."))
+    session.rpm_limits()
+    session.endpoints()
+    session.default_registry()
 
 
 @dataclass
@@ -215,7 +228,10 @@ class EvalSession:
     def resolve_cap(self) -> float:
         if self.cap_usd is None:
             limits = [s.max_cost_usd for s in self.suites.values() if s.max_cost_usd is not None]
-            self.cap_usd, self.cap_source = cap_from(self.settings.max_cost, limits)
+            try:
+                self.cap_usd, self.cap_source = cap_from(self.settings.max_cost, limits)
+            except ValueError as exc:
+                raise EvalmineError(str(exc)) from None
         return self.cap_usd
 
     # dispatch ----------------------------------------------------------------------------

@@ -134,6 +134,9 @@ class Dispatcher:
     def __post_init__(self) -> None:
         if self.record not in RECORD_MODES:
             raise EvalmineError(f"record mode {self.record!r}: choose from {RECORD_MODES}")
+        if not (math.isfinite(self.cap_usd) and self.cap_usd >= 0):
+            # A NaN cap compares false with everything: it would never stop a run.
+            raise EvalmineError(f"cost cap {self.cap_usd!r}: a finite number of dollars >= 0")
 
     def plan(self, requests: Iterable[Request]) -> list[Planned]:
         """Resolve adapters, keys and prices. Raises before any call for an unknown model."""

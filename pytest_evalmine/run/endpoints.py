@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import EvalmineError
+from ..options import parse_number
 from .prices import PriceRow
 
 KINDS = ("openai-compatible", "ollama")
@@ -111,7 +112,12 @@ def parse_option(spec: str) -> Endpoint:
         elif key == "key_env" and value:
             fields["api_key_env"] = value
         elif key in ("input", "output", "cached_input") and value:
-            fields[f"{key}_price"] = float(value)
+            try:
+                fields[f"{key}_price"] = parse_number(
+                    value, f"--evalmine-endpoint={spec}: {key}", minimum=0.0
+                )
+            except ValueError as exc:
+                raise EvalmineError(str(exc)) from None
         elif key in ("rpm", "concurrency", "num_ctx") and value.isdigit() and int(value) >= 1:
             fields[key] = int(value)
         elif key == "seed" and value.lstrip("-").isdigit():
