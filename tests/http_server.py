@@ -38,11 +38,12 @@ class Reply:
     connection without answering ("Server disconnected without sending a response");
     ``content_length`` overrides the header to announce more bytes than are sent.
 
-    Misbehaviour on demand: ``echo`` builds the body from the request received (a server that
-    echoes the credential it was sent); ``filler_bytes`` appends that many spaces after the
-    body, written in 64 KiB pieces so a huge body never sits in this process's memory (JSON
-    allows trailing whitespace, so the body stays valid); ``announce_length=False`` sends no
-    Content-Length and ends the body by closing the connection.
+    Misbehaviour on demand: ``respond`` builds the reply from the request received (a server
+    that echoes the credential it was sent, in an answer or an error); ``filler_bytes``
+    appends that many spaces after the body, written in 64 KiB pieces so a huge body never
+    sits in this process's memory (JSON allows trailing whitespace, so the body stays valid);
+    ``announce_length=False`` sends no Content-Length and ends the body by closing the
+    connection.
     """
 
     status: int = 200
@@ -51,7 +52,7 @@ class Reply:
     delay_s: float = 0.0
     drop: bool = False
     content_length: int | None = None
-    echo: Callable[[Received], bytes] | None = None
+    respond: Callable[[Received], Reply] | None = None
     filler_bytes: int = 0
     announce_length: bool = True
 
@@ -141,9 +142,10 @@ class LoopbackServer:
                 if reply.drop:
                     self.close_connection = True
                     return
-                self._send(reply, reply.echo(received) if reply.echo else reply.body)
+                self._send(reply.respond(received) if reply.respond else reply)
 
-            def _send(self, reply: Reply, body: bytes) -> None:
+            def _send(self, reply: Reply) -> None:
+                body = reply.body
                 length = len(body) + reply.filler_bytes
                 if reply.content_length is not None:
                     length = reply.content_length

@@ -14,7 +14,8 @@ from pytest_evalmine.adapters.http import api_key_from_env
 from pytest_evalmine.adapters.openai import OpenAIAdapter
 from pytest_evalmine.redaction import scrub
 
-from .http_server import LoopbackServer, Reply, running_server
+from .conftest import SMALL_SUITE, latest_answers, latest_report
+from .http_server import LoopbackServer, Received, Reply, running_server
 
 # Built at run time so no key-shaped literal sits in the repository.
 FAKE_KEYS = {
@@ -130,3 +131,78 @@ def test_scrub_counts_and_prefers_the_longer_value() -> None:
     assert count == 3
     # Values too short to be a key are left alone: they would mangle ordinary answers.
     assert scrub("a short abc", ["abc"]) == ("a short abc", 0)
+
+
+# --- the whole run: no file it writes holds a key, answers and errors alike ---------------
+
+
+def echoing_server_reply(received: Received) -> Reply:
+    """A server that sends back the credential it was given: in a 400 error body (past the
+    clip) for one case, inside the answer for the others."""
+    if received.method == "GET":
+        return Reply.json(404, {"error": {"message": "no model listing"}})
+    sent = received.headers["authorization"]
+    token = sent.removeprefix("Bearer ")
+    prompt = received.body["messages"][-1]["content"]
+    if "charged twice" in prompt:
+        message = "x" * 470 + f" you sent {sent} " + "y" * 600
+        return Reply.json(400, {"error": {"message": message}})
+    content = f"Sure. For the record your key is {token}, thanks."
+    return Reply.json(
+        200,
+        {
+            "id": "chatcmpl-1",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 12},
+        },
+    )
+
+
+def test_no_file_a_run_writes_holds_an_echoed_key_shaped_or_not(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the answer text went whole into cache.sqlite, answers.jsonl, junit.xml and the
+    pytest-html page, and 23 characters of the error echo survived the clip."""
+    shaped = "sk-" + "proj-" + secrets.token_hex(24)
+    unshaped = unshaped_token()
+    monkeypatch.setenv("GW_KEY", shaped)
+    monkeypatch.setenv("LOCAL_TOKEN", unshaped)
+    pytester.makefile(
+        ".eval.yaml",
+        small=SMALL_SUITE.replace("models: [fake/alpha, fake/beta]", "models: [local/a, gw/b]"),
+    )
+    with running_server() as server:
+        server.add(*(Reply(respond=echoing_server_reply) for _ in range(8)))
+        result = pytester.runpytest(
+            f"--evalmine-endpoint=local={server.url}/v1,free,key_env=LOCAL_TOKEN",
+            f"--evalmine-endpoint=gw={server.url}/v1,free,key_env=GW_KEY",
+            "--evalmine-retries=0",
+            "--junitxml=junit.xml",
+            "--html=report.html",
+            "--self-contained-html",
+        )
+        sent = {r.headers["authorization"] for r in server.requests if r.method == "POST"}
+    assert sent == {f"Bearer {shaped}", f"Bearer {unshaped}"}  # the keys did travel
+    result.assert_outcomes(passed=2, failed=2, errors=2)  # login-loop: prose is no JSON
+    files = sorted(p for p in pytester.path.rglob("*") if p.is_file())
+    names = {p.name for p in files}
+    assert {"cache.sqlite", "answers.jsonl", "report.md", "junit.xml", "report.html"} <= names
+    texts = {"terminal": result.stdout.str() + result.stderr.str()}
+    texts.update({str(p): p.read_bytes().decode("latin-1") for p in files})
+    for where, text in texts.items():
+        for token in (shaped, unshaped):
+            # Runs of 12 characters: long enough that random text never matches by chance.
+            assert leaked_pieces(token, text, width=12) == [], f"{token[:4]}... in {where}"
+    report = latest_report(pytester.path, "small")
+    assert report["redactions"] == 6
+    records = latest_answers(pytester.path, "small")
+    assert [r["redactions"] for r in records] == [1] * 6
+    assert all("[redacted]" in r["text"] for r in records if r["error"] is None)
+    run_dir = pytester.path / "reports" / "small" / report["run_id"]
+    assert "6 API key(s) redacted" in (run_dir / "report.md").read_text()

@@ -364,6 +364,7 @@ class EvalSession:
             cached=outcome.cached,
             cost_usd=outcome.cost_usd,
             cost_if_uncached_usd=outcome.cost_if_uncached_usd,
+            redactions=outcome.redactions,
         )
         if outcome.status != OK or outcome.response is None:
             record.outcome = {

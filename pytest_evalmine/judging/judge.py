@@ -199,6 +199,7 @@ def _record_pass(pair: Pair, order: str, plan: Planned, outcome: Outcome) -> Non
         cost_usd=outcome.cost_usd,
         cost_if_uncached_usd=outcome.cost_if_uncached_usd,
         attempts=outcome.attempts,
+        redactions=outcome.redactions,
     )
     if outcome.status == OK and outcome.response is not None:
         winner, reason = parse_verdict(outcome.response.text)

@@ -47,6 +47,7 @@ class JudgePass:
     attempts: int = 0
     error: str | None = None
     error_kind: str | None = None
+    redactions: int = 0
 
     @property
     def candidate_verdict(self) -> str | None:

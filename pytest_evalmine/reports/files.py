@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..judging.headline import DAGGER
+from ..redaction import redact
 from ..run.records import AnswerRecord
 from .render import markdown_table, money
 from .sections import Section, flagged, number, percent, report_sections
@@ -47,6 +48,9 @@ def _jsonl(rows: Any) -> str:
 
 
 def atomic_write(path: Path, text: str) -> None:
+    # Texts were redacted where they entered the run; this pass guards what was not (the
+    # command line, say), so no report file can hold a loaded key.
+    text = redact(text)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
@@ -71,6 +75,13 @@ def render_markdown(summary: RunSummary) -> str:
         lines += [
             "> **PARTIAL RUN**: the cost cap was reached; some calls were not made. Numbers "
             "below cover only what ran.",
+            "",
+        ]
+    if summary.redactions:
+        lines += [
+            f"> **{summary.redactions} API key(s) redacted**: a provider sent back a key this "
+            "run loaded, or one shaped like a key, in an answer or an error; every copy kept "
+            "or shown reads [redacted].",
             "",
         ]
     for section in report_sections(summary):

@@ -69,6 +69,13 @@ class RunSummary:
         return judge_stopped or any(r.outcome == "not_run_budget" for r in self.records)
 
     @property
+    def redactions(self) -> int:
+        """API keys replaced by ``[redacted]`` in this run's answers, verdicts and errors."""
+        pairs = self.headline.pairs if self.headline else []
+        judged = sum(j.redactions for pair in pairs for j in pair.passes)
+        return sum(r.redactions for r in self.records) + judged
+
+    @property
     def calls_made(self) -> int:
         return sum(1 for r in self.records if r.attempts and not r.cached)
 
@@ -99,6 +106,7 @@ class RunSummary:
             "items": len(self.records),
             "outcomes": self.outcomes,
             "calls": {"made": self.calls_made, "cached": self.calls_cached},
+            "redactions": self.redactions,
             "cost": {
                 "cap_usd": self.cap_usd,
                 "cap_source": self.cap_source,

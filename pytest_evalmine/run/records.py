@@ -33,6 +33,7 @@ class AnswerRecord:
     error: str | None = None
     key: str = ""
     provider_request_id: str | None = None
+    redactions: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
