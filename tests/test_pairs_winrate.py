@@ -188,6 +188,7 @@ def test_pair_to_dict_is_json_with_candidate_verdict_per_pass() -> None:
         "attempts",
         "error",
         "error_kind",
+        "redactions",
     }
     assert data["passes"][0]["key"] == "k1"
     assert (data["score"], data["category"], data["flip"], data["outcome"]) == (
