@@ -117,6 +117,8 @@ OPTIONS: tuple[Option, ...] = (
         kind="float",
         default=DEFAULT_MAX_RESPONSE_MB,
         metavar="MB",
+        minimum=0.01,
+        maximum=1024,
     ),
     Option(
         "report_dir",

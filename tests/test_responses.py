@@ -173,3 +173,12 @@ def test_through_a_run_a_redirect_or_an_oversized_body_is_an_error_never_cached(
     server.add(Reply(200, BODY, filler_bytes=3 * MB))
     rerun = pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1,free", "-k", "refund-no")
     rerun.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("value", ["0", "nan", "-1", "abc"])
+def test_a_cap_that_is_no_cap_is_a_usage_error(
+    pytester: pytest.Pytester, small_suite: Path, value: str
+) -> None:
+    result = pytester.runpytest("--evalmine-fake", f"--evalmine-max-response-mb={value}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--evalmine-max-response-mb" in result.stderr.str()
