@@ -11,13 +11,13 @@ RELEASE_GATE_BLOCKED = 13  # reserved for release gates
 MEANINGS = {
     0: "all items passed",
     1: "some items failed",
-    2: "interrupted (or a suite could not be loaded)",
+    2: "interrupted, or a suite did not load",
     3: "internal error",
     4: "usage error",
     5: "no tests collected",
     6: "too many warnings",
-    REFUSED_BEFORE_SPENDING: "refused before spending (unknown model or estimate over the cap)",
-    STOPPED_OVER_BUDGET: "stopped over budget: the cost cap was reached, the report is partial",
+    REFUSED_BEFORE_SPENDING: "refused before spending: unknown model or over the cap",
+    STOPPED_OVER_BUDGET: "stopped over budget: the report is partial",
     CALIBRATION_GATE_FAILED: "calibration gate: a win rate is not headline-eligible",
     RELEASE_GATE_BLOCKED: "release gate blocked",
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import shlex
+import shutil
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 
 from . import exitcodes
 from .options import SPEC_OPTIONS, add_options, check_values, resolve
-from .stash import FINISHED_KEY, SUMMARY_KEY, eval_session, is_active, run_token
+from .stash import EXIT_KEY, FINISHED_KEY, SUMMARY_KEY, eval_session, is_active, run_token
 
 if TYPE_CHECKING:
     from .adapters.registry import AdapterRegistry
@@ -283,17 +284,19 @@ class Reporter:
                 skip_judging=None if _ran_to_completion(session) else "the run was interrupted",
             )
         except Exception as exc:  # a report failure must not hide the run's own outcome
-            config.stash[SUMMARY_KEY] = [f"evalmine: could not write reports: {exc}"]
+            from .reports.terminal import FLAG, Line
+
+            config.stash[SUMMARY_KEY] = [Line(f"evalmine: could not write reports: {exc}", FLAG)]
             return
         finally:
             evalsession.close()
-        from .reports.terminal import terminal_lines
+        from .reports.terminal import Line, terminal_lines
 
         root = Path(config.rootpath)
-        lines: list[str] = []
+        lines: list[Line] = []
         for item in finished:
             report_md = relative_to(item.run_dir / "report.md", root)
-            lines += terminal_lines(item.summary, report_md)
+            lines += terminal_lines(item.summary, report_md, _terminal_width())
         config.stash[SUMMARY_KEY] = lines
         config.stash[FINISHED_KEY] = finished
         code = exit_code(finished)
@@ -307,7 +310,42 @@ class Reporter:
             return
         terminalreporter.section("evalmine")
         for line in lines:
-            terminalreporter.write_line(line)
+            terminalreporter.write_line(line.text, **MARKUP.get(line.style, {}))
+
+
+# How a summary line's style is written; pytest's writer drops it under --color=no or NO_COLOR.
+MARKUP = {"flag": {"red": True, "bold": True}, "ok": {"green": True}, "title": {"bold": True}}
+
+
+def _terminal_width() -> int:
+    """The width pytest's own writer uses (80 when not on a terminal, as in CI)."""
+    width = shutil.get_terminal_size(fallback=(80, 24)).columns
+    return width if width >= 40 else 80
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> Generator[None, None, None]:
+    """Wraps every other session finish: keeps the run's final exit status for the verdict."""
+    result = yield
+    if is_active(session.config) and not hasattr(session.config, "workerinput"):
+        session.config.stash[EXIT_KEY] = int(session.exitstatus)
+    return result
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The very last output of a run, after pytest's closing line ("56 passed") and after the
+    message of a run stopped by ``pytest.exit``: our exit code, why, and whether a win rate is
+    a headline, so a run never ends on a green "passed" over an exit 12."""
+    code = config.stash.get(EXIT_KEY, None)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if code is None or reporter is None:
+        return
+    from .reports.terminal import verdict_line
+
+    finished = config.stash.get(FINISHED_KEY, [])
+    line = verdict_line([f.summary for f in finished], code)
+    reporter.write_line(line.text, **MARKUP.get(line.style, {}))
 
 
 def _ran_to_completion(session: pytest.Session) -> bool:

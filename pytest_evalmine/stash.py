@@ -19,6 +19,7 @@ SESSION_KEY = pytest.StashKey["EvalSession"]()
 TOKEN_KEY = pytest.StashKey[str]()
 SUMMARY_KEY = pytest.StashKey[list]()
 FINISHED_KEY = pytest.StashKey[list]()
+EXIT_KEY = pytest.StashKey[int]()  # the run's final exit status, for the verdict line
 
 
 def eval_session(config: pytest.Config) -> EvalSession:

@@ -293,8 +293,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         return 0
     print(f"{before.run_id} -> {after.run_id}")
     section = changes_section(changes)
-    for line in terminal_section(section) + section.detail_lines:
-        print(line)
+    for line in terminal_section(section, width=100):
+        print(line.text)
+    for text in section.detail_lines:
+        print(text)
     return 0
 
 
