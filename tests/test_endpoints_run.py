@@ -182,3 +182,41 @@ def test_a_swapped_model_behind_the_same_name_is_not_served_from_cache(
     server.add(Reply.json(200, swapped), *(chat_reply('{"category": "other"}') for _ in range(6)))
     pytester.runpytest(option).assert_outcomes(passed=6)
     assert len(chat_requests(server)) == 12
+
+
+def test_a_recorded_endpoint_run_replays_with_the_server_down_and_no_key(
+    pytester: pytest.Pytester, suite: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The served-model listing that entered the keys is remembered in the cache database, so
+    replay (record mode none) rebuilds the same keys without the server or the key."""
+    monkeypatch.setenv("LOCAL_TOKEN", TOKEN)
+    with running_server() as server:
+        server.add(Reply.json(200, MODELS), *(chat_reply('{"category": "bug"}') for _ in range(6)))
+        endpoint = f"--evalmine-endpoint=local={server.url}/v1,free,key_env=LOCAL_TOKEN"
+        pytester.runpytest(endpoint).assert_outcomes(passed=6)
+        assert len(chat_requests(server)) == 6
+    monkeypatch.delenv("LOCAL_TOKEN")
+    # The server is gone: any connection attempt would fail the items, not replay them.
+    result = pytester.runpytest(endpoint, "--evalmine-record=none")
+    result.assert_outcomes(passed=6)
+    report = latest_report(pytester.path)
+    assert report["outcomes"] == {"passed": 6}
+    assert report["calls"] == {"made": 0, "cached": 6}
+
+
+def test_replay_without_a_remembered_listing_misses(
+    pytester: pytest.Pytester, suite: Path, server: LoopbackServer
+) -> None:
+    """Keys made with a listing cannot be rebuilt without it: an honest replay miss."""
+    server.add(*(chat_reply('{"category": "bug"}') for _ in range(6)))
+    endpoint = f"--evalmine-endpoint=local={server.url}/v1,free"
+    pytester.runpytest(endpoint).assert_outcomes(passed=6)
+    import sqlite3
+
+    with sqlite3.connect(pytester.path / ".evalmine" / "cache.sqlite") as db:
+        (state,) = db.execute("SELECT state FROM adapter_state WHERE adapter = 'local'").fetchone()
+        assert json.loads(state) == {"served": [{"id": "served-model", "meta": {"n_params": 135}}]}
+        db.execute("DELETE FROM adapter_state")
+    result = pytester.runpytest(endpoint, "--evalmine-record=none")
+    result.assert_outcomes(failed=6)
+    assert len(server.requests) == 7, "replay sent nothing, not even GET /models"

@@ -169,6 +169,9 @@ class Adapter(Protocol):
     - ``async prepare(self, models: list[str]) -> None``: one-time unpaid look-ups (e.g. a
       local model's digest); must not keep event-loop-bound resources afterwards.
     - ``key_extra(self, request) -> dict``: extra cache-key fields (e.g. that digest).
+    - ``prepared_state(self) -> dict | None`` and ``restore_state(self, state)``: what
+      ``prepare`` learnt, kept in the cache database so that a replay (record mode ``none``,
+      which neither checks keys nor prepares) builds the same keys with no network.
     """
 
     name: str

@@ -88,6 +88,13 @@ class OllamaAdapter:
                 retryable=False,
             )
 
+    def prepared_state(self) -> dict[str, Any] | None:
+        """The digests ``prepare`` looked up, for the cache database (a replay restores them)."""
+        return {"digests": dict(self.digests)} if self.digests else None
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        self.digests.update(state.get("digests") or {})
+
     def key_extra(self, request: Request) -> dict[str, Any]:
         """The model digest (from ``prepare``; None if it was not run) and the options that
         change answers but are not fields of the request."""

@@ -166,6 +166,14 @@ class OpenAIAdapter:
     def key_extra(self, request: Request) -> dict[str, Any]:
         return {"served": self.served} if self.served else {}
 
+    def prepared_state(self) -> dict[str, Any] | None:
+        """What ``prepare`` learnt, for the cache database (a replay restores it)."""
+        return {"served": self.served} if self.compatible_server and self._prepared else None
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        self.served = state.get("served")
+        self._prepared = True
+
     def _api_key(self) -> str | None:
         if self.api_key_env is None:
             return None

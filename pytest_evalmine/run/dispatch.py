@@ -151,7 +151,20 @@ class Dispatcher:
             adapter = self.registry.adapter_for(request.model)
             resolved.append((request, adapter, price))
             adapters.setdefault(id(adapter), (adapter, set()))[1].add(request.model)
-        for adapter, _models in adapters.values():
+        if self.record == "none":
+            self._restore_prepared(adapter for adapter, _models in adapters.values())
+        else:
+            self._prepare(adapters.values())
+        return [
+            Planned(request, cache_key(adapter, request), adapter, price)
+            for request, adapter, price in resolved
+        ]
+
+    def _prepare(self, adapters: Iterable[tuple[Adapter, set[str]]]) -> None:
+        """Check keys and let adapters look up their servers (model listings, digests), then
+        remember what they learnt, so a replay can build the same cache keys offline."""
+        adapters = list(adapters)
+        for adapter, _models in adapters:
             check_ready = getattr(adapter, "check_ready", None)
             if check_ready is not None:
                 try:
@@ -160,15 +173,25 @@ class Dispatcher:
                     raise EvalmineError(f"{adapter.name}: {exc}") from None
         preparing = [
             (adapter, sorted(models))
-            for adapter, models in adapters.values()
+            for adapter, models in adapters
             if getattr(adapter, "prepare", None) is not None
         ]
-        if preparing:
-            self._run_coroutine(_prepare_all(preparing))
-        return [
-            Planned(request, cache_key(adapter, request), adapter, price)
-            for request, adapter, price in resolved
-        ]
+        if not preparing:
+            return
+        self._run_coroutine(_prepare_all(preparing))
+        for adapter, _models in preparing:
+            state = getattr(adapter, "prepared_state", lambda: None)()
+            if state is not None:
+                self.store.remember_adapter_state(adapter.name, state)
+
+    def _restore_prepared(self, adapters: Iterable[Adapter]) -> None:
+        """Replay (record mode ``none``) touches no network and needs no key: each adapter gets
+        back what it learnt the last time it prepared, from the cache database."""
+        for adapter in adapters:
+            restore = getattr(adapter, "restore_state", None)
+            state = self.store.adapter_state(adapter.name) if restore else None
+            if restore is not None and state is not None:
+                restore(state)
 
     def estimate(self, planned: Iterable[Planned]) -> Estimate:
         """What this run would send (cache hits are free) and what this run has already

@@ -8,6 +8,7 @@ committed the moment it arrives, so a killed run loses nothing it paid for.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sqlite3
@@ -47,6 +48,11 @@ CREATE TABLE IF NOT EXISTS claims (
     cost_usd REAL NOT NULL DEFAULT 0,
     attempts INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (run_token, key)
+);
+CREATE TABLE IF NOT EXISTS adapter_state (
+    adapter TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    updated_at REAL NOT NULL
 );
 """
 
@@ -108,6 +114,20 @@ class Store:
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
+
+    # what adapters learnt from their servers (model listings, digests) ------------------
+    def adapter_state(self, adapter: str) -> dict | None:
+        row = self.connection.execute(
+            "SELECT state FROM adapter_state WHERE adapter = ?", (adapter,)
+        ).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def remember_adapter_state(self, adapter: str, state: dict) -> None:
+        with self._write(self.connection) as db:
+            db.execute(
+                "INSERT OR REPLACE INTO adapter_state VALUES (?, ?, ?)",
+                (adapter, json.dumps(state, sort_keys=True), time.time()),
+            )
 
     # answers ---------------------------------------------------------------------------
     def get(self, key: str) -> CachedAnswer | None:
