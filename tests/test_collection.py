@@ -97,6 +97,35 @@ def test_suite_error_is_one_line_without_traceback(pytester: pytest.Pytester) ->
     assert "suite.py" not in result.stdout.str()
 
 
+def test_every_suite_problem_is_one_line_sorted_without_traceback(
+    pytester: pytest.Pytester,
+) -> None:
+    broken = SMALL_SUITE.replace("kind: rewrite", "knd: rewrite").replace(
+        "fake/alpha", "nomodel", 1
+    )
+    pytester.makefile(".eval.yaml", bad=broken + "judge: {model: fake/j, rubric: [a]}\n")
+    result = pytester.runpytest(FAKE)
+    output = result.stdout.str()
+    lines = [line for line in output.splitlines() if line.startswith("bad.eval.yaml: ")]
+    assert [line.split(": ")[1] for line in lines] == [
+        "$.judge.rubric",
+        "$.models[0]",
+        "$.tasks[1]",
+        "$.tasks[1]",
+    ], output
+    assert "['a'] is not of type 'string'" in lines[0]
+    assert "Traceback" not in output
+
+
+@pytest.mark.parametrize("model", ["nomodel", "fake/", "/beta"])
+def test_model_option_format_is_checked_before_prices(
+    pytester: pytest.Pytester, small_suite: Path, model: str
+) -> None:
+    result = pytester.runpytest(FAKE, f"--evalmine-models=fake/a,{model}", "--collect-only")
+    result.stdout.fnmatch_lines([f"*--evalmine-models: model '{model}' is not 'provider/model'*"])
+    assert "no price" not in result.stdout.str()
+
+
 def test_plain_test_runs_are_untouched(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_one():\n    assert True\n")
     result = pytester.runpytest()

@@ -22,7 +22,7 @@ HEX64 = re.compile(r"[0-9a-f]{64}")
 # Built by concatenation so that no key-shaped literal sits in this file.
 FAKE_KEYS: dict[str, tuple[str, str]] = {
     "anthropic": ("Anthropic", "sk-" + "ant-" + "api03-" + "Q7x" * 12),
-    "openai-project": ("OpenAI", "sk-" + "proj-" + "b8K" * 10),
+    "openai-project": ("OpenAI", "sk-" + "proj-" + "b8K" * 12),
     "openai-plain": ("OpenAI", "sk-" + "T4m" * 12),
     "google": ("Google", "AI" + "za" + "S9y" * 11 + "ab"),
 }
@@ -386,11 +386,12 @@ def test_duplicate_case_id_in_cases_file_is_refused(tmp_path: Path) -> None:
     document = base_suite()
     use_cases_file(document)
     rows = [{"id": "first", "vars": {"customer": "A", "topic": "t"}}]
-    write_jsonl(tmp_path / "cases.jsonl", rows * 2)
+    cases = write_jsonl(tmp_path / "cases.jsonl", rows * 2)
     expect_error(
         dump_suite(tmp_path, document),
-        "$.tasks[0].cases[1].id",
+        "line 2",
         "duplicate case id 'first' in task 'greet'",
+        file=cases,
     )
 
 
@@ -437,11 +438,12 @@ def test_each_case_renders_its_own_values(tmp_path: Path) -> None:
 def test_missing_variable_names_task_case_and_variable(tmp_path: Path) -> None:
     document = base_suite()
     del document["tasks"][0]["cases"][1]["vars"]["topic"]
-    expect_error(
+    err = expect_error(
         dump_suite(tmp_path, document),
-        "task 'greet' case 'second'",
-        "placeholder {{ topic }} has no variable 'topic'",
+        "$.tasks[0].cases[1]",
+        "placeholder {{ topic }} in the prompt has no variable 'topic'",
     )
+    assert "(task 'greet', case 'second')" in err.problem
 
 
 def test_substituted_values_are_not_substituted_again(tmp_path: Path) -> None:
@@ -464,7 +466,7 @@ def test_value_with_placeholder_for_missing_variable_is_kept_literal(tmp_path: P
 def test_expressions_are_refused(tmp_path: Path, expression: str) -> None:
     document = one_task_suite("Hello " + expression, {"name": "x", "a": 1, "b": 2})
     expect_error(
-        dump_suite(tmp_path, document), "task 'echo'", f"{expression!r} is not a placeholder"
+        dump_suite(tmp_path, document), "$.tasks[0].prompt", f"{expression!r} is not a placeholder"
     )
 
 
@@ -490,13 +492,13 @@ def test_task_without_any_system_prompt_renders_none(tmp_path: Path) -> None:
 def test_missing_variable_in_default_system_prompt_is_a_load_error(tmp_path: Path) -> None:
     document = one_task_suite("Q", {})
     document["defaults"]["system"] = "You help {{ who }}."
-    expect_error(dump_suite(tmp_path, document), "task 'echo' case 'only'", "has no variable 'who'")
+    expect_error(dump_suite(tmp_path, document), "$.tasks[0].cases[0]", "has no variable 'who'")
 
 
 def test_expression_in_task_system_prompt_is_refused(tmp_path: Path) -> None:
     document = one_task_suite("Q", {"a": 1, "b": 2}, system="Sum {{ a + b }}")
     expect_error(
-        dump_suite(tmp_path, document), "task 'echo'", "'{{ a + b }}' is not a placeholder"
+        dump_suite(tmp_path, document), "$.tasks[0].system", "'{{ a + b }}' is not a placeholder"
     )
 
 
@@ -709,7 +711,7 @@ def test_schema_file_with_bad_json_is_refused(tmp_path: Path) -> None:
     (tmp_path / "out.json").write_text('{"type": ', "utf-8")
     document = base_suite()
     document["tasks"][1]["schema_path"] = "out.json"
-    expect_error(dump_suite(tmp_path, document), "$.tasks[1].schema_path", "cannot read JSON")
+    expect_error(dump_suite(tmp_path, document), "$", "not valid JSON", file=tmp_path / "out.json")
 
 
 def test_inline_schema_that_is_not_json_schema_is_refused(tmp_path: Path) -> None:
@@ -722,7 +724,9 @@ def test_schema_file_that_is_not_json_schema_is_refused(tmp_path: Path) -> None:
     (tmp_path / "out.json").write_text('{"type": 5}', "utf-8")
     document = base_suite()
     document["tasks"][1]["schema_path"] = "out.json"
-    expect_error(dump_suite(tmp_path, document), "$.tasks[1].schema", "not a valid JSON Schema")
+    expect_error(
+        dump_suite(tmp_path, document), "$", "not a valid JSON Schema", file=tmp_path / "out.json"
+    )
 
 
 def test_malformed_json_line_in_cases_file_names_the_line(tmp_path: Path) -> None:

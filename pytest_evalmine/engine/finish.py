@@ -49,7 +49,7 @@ def finish_run(
         by_suite.setdefault(record.suite_file, []).append(record)
     finished = []
     for suite_file, records in sorted(by_suite.items()):
-        suite = session.load(Path(suite_file))
+        suite = session.load(session.rootdir / suite_file)
         models = session.models_for(suite)
         if skip_judging:
             headline, note = None, f"not judged: {skip_judging}"

@@ -42,7 +42,7 @@ from ..run.runtoken import new_run_token
 from ..run.store import Store
 from ..scoring.checks import check_answer
 from ..suite.canonical import sha256_hex
-from ..suite.loader import Case, Suite, Task, load_suite
+from ..suite.loader import Case, Suite, Task, load_suite, model_problem
 
 
 @dataclass(frozen=True)
@@ -207,6 +207,10 @@ class EvalSession:
             )
         if len(set(models)) != len(models):
             raise EvalmineError(f"model list names a model twice: {', '.join(models)}")
+        for model in models:
+            problem = model_problem(model)
+            if problem is not None:
+                raise EvalmineError(f"--evalmine-models: {problem}")
         baseline = self.settings.baseline
         if baseline:
             if baseline not in models:
@@ -258,6 +262,10 @@ class EvalSession:
         )
 
     def judge_model_for(self, suite: Suite) -> str | None:
+        if self.settings.judge:
+            problem = model_problem(self.settings.judge)
+            if problem is not None:
+                raise EvalmineError(f"--evalmine-judge: {problem}")
         return self.settings.judge or suite.judge.model
 
     def preflight(
@@ -353,7 +361,7 @@ class EvalSession:
     def record_for(self, spec: ItemSpec, outcome: Outcome) -> AnswerRecord:
         record = AnswerRecord(
             suite=spec.suite.name,
-            suite_file=str(spec.suite.path),
+            suite_file=spec.suite.shown,
             task=spec.task.id,
             kind=spec.task.kind,
             case=spec.case.id,
@@ -375,7 +383,7 @@ class EvalSession:
             record.error = outcome.error
             return record
         response = outcome.response
-        result = check_answer(response.text, spec.task.schema)
+        result = check_answer(response.text, spec.task.schema, spec.task.schema_refs)
         record.text = response.text
         record.parsed = result.parsed
         record.checks = [dataclasses.asdict(check) for check in result.checks]

@@ -7,6 +7,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..suite.refs import SchemaRefs, offline_validator
+
 FENCED = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)```", re.DOTALL)
 
 
@@ -50,7 +52,11 @@ def parse_json_answer(text: str) -> Any:
         raise ValueError(f"the first fenced block is not JSON: {exc}") from None
 
 
-def check_answer(text: str, schema: dict[str, Any] | None) -> CheckResult:
+def check_answer(
+    text: str, schema: dict[str, Any] | None, refs: SchemaRefs | None = None
+) -> CheckResult:
+    """``refs``: the files the schema's ``$ref``s point to, as the suite loader found them;
+    nothing is ever fetched from elsewhere."""
     if not text.strip():
         return CheckResult((Check("answer", False, "the answer is empty"),))
     checks = [Check("answer", True)]
@@ -62,10 +68,14 @@ def check_answer(text: str, schema: dict[str, Any] | None) -> CheckResult:
         checks.append(Check("parse", False, str(exc)))
         return CheckResult(tuple(checks))
     checks.append(Check("parse", True))
-    from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
 
-    error = best_match(Draft202012Validator(schema).iter_errors(parsed))
+    try:
+        error = best_match(offline_validator(schema, refs).iter_errors(parsed))
+    except Exception as exc:  # incl. RecursionError: a paid answer's report must be written
+        message = f"the schema could not be checked: {type(exc).__name__}: {exc}"
+        checks.append(Check("schema", False, message[:300]))
+        return CheckResult(tuple(checks), parsed)
     if error is None:
         checks.append(Check("schema", True))
     else:

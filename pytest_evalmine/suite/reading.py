@@ -1,0 +1,399 @@
+"""Bounded reading of suite files and the files they reference (spec: "Suite file", limits).
+
+Every way a file can be wrong ends as ``SuiteError`` lines, never a traceback: the YAML
+parser's own exceptions (of any class), nesting, aliases that expand past a bound, YAML tags
+that are not JSON values, duplicate keys, keys that are not strings, numbers that are not
+finite, overlong strings and files, and pasted API keys. Each distinct YAML node is looked at
+once, so a file with aliases costs time in proportion to its size, not to its expansion.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import SuiteError
+
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_STRING_CHARS = 1_000_000
+# Values after alias expansion: later steps (validation, hashing) walk the expanded tree.
+MAX_NODES = 1_000_000
+MAX_DEPTH = 64
+MAX_INT_DIGITS = 19
+MAX_ERRORS = 20
+QUOTE_CHARS = 60
+
+# Real key formats: a random base64url body, which always mixes digits, upper and lower
+# case. Words joined by dashes (``sk-learn-pipeline-with-gridsearch-cv``) are not keys.
+# Tighter than ``redaction.KEY_PATTERNS`` on purpose: redacting a near miss from a message
+# costs nothing, refusing a suite over one stops the user.
+_KEY_BODY = r"[A-Za-z0-9_\-]{32,}"
+API_KEY_PATTERNS = (
+    ("Anthropic", re.compile(rf"\bsk-ant-(?:[a-z]+\d\d-)?({_KEY_BODY})")),
+    ("OpenAI", re.compile(rf"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?({_KEY_BODY})")),
+    ("Google", re.compile(r"\bAIza([0-9A-Za-z_\-]{35})(?![0-9A-Za-z_\-])")),
+)
+
+_TAG = "tag:yaml.org,2002:"
+_STR, _INT, _FLOAT, _BOOL = (f"{_TAG}{name}" for name in ("str", "int", "float", "bool"))
+_SEQ, _MAP, _MERGE = (f"{_TAG}{name}" for name in ("seq", "map", "merge"))
+_SCALAR_TAGS = {_STR, _INT, _FLOAT, _BOOL, f"{_TAG}null"}
+_JSON_TYPES = "strings, numbers, booleans, null, lists and mappings"
+
+
+def clip(text: str, limit: int = QUOTE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how long it was: error messages quote
+    values, and a 100 KB value must not become a 100 KB message."""
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 1]}… ({len(text)} characters)"
+
+
+def quoted(value: Any) -> str:
+    return clip(repr(value))
+
+
+def looks_like_api_key(text: str) -> str | None:
+    """The provider whose key format ``text`` contains, or None."""
+    if "sk-" not in text and "AIza" not in text:
+        return None
+    for provider, pattern in API_KEY_PATTERNS:
+        for match in pattern.finditer(text):
+            body = match.group(1)
+            if any(c.isdigit() for c in body) and body.lower() != body and body.upper() != body:
+                return provider
+    return None
+
+
+def path_order(where: str) -> tuple[Any, ...]:
+    """Sort key for JSON paths: ``$.tasks[10]`` after ``$.tasks[9]``."""
+    return tuple(
+        (0, int(part), "") if part.isdigit() else (1, 0, part)
+        for part in re.split(r"[.\[\]]+", where)
+        if part
+    )
+
+
+@dataclass
+class Problems:
+    """Problems found in one load, raised together (sorted by file and path, up to a limit)
+    so a suite with several mistakes is fixed in one round."""
+
+    found: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def add(self, file: str, where: str, problem: str) -> None:
+        self.found.append((file, where, problem))
+
+    def __bool__(self) -> bool:
+        return bool(self.found)
+
+    def raise_any(self) -> None:
+        if not self.found:
+            return
+        ordered = sorted(set(self.found), key=lambda p: (p[0], path_order(p[1]), p[2]))
+        shown = ordered[:MAX_ERRORS]
+        raise SuiteError(*shown[0], more=shown[1:], hidden=len(ordered) - len(shown))
+
+
+def read_text(path: Path, shown: str) -> str:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise SuiteError(
+                shown, "", f"file of {size} bytes; the limit is {MAX_FILE_BYTES} bytes"
+            )
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SuiteError(shown, "", f"cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # UnicodeDecodeError, or a NUL byte in the path
+        start = getattr(exc, "start", None)
+        reason = f"not UTF-8 text (byte {start})" if start is not None else f"cannot read: {exc}"
+        raise SuiteError(shown, "", reason) from None
+
+
+# YAML -------------------------------------------------------------------------------------
+_LOADER: list[type] = []
+
+
+def _loader_class() -> type:
+    """libyaml's parser when PyYAML was built with it (much faster), else the pure one; the
+    safe constructor either way. Dates stay strings: a case variable ``due: 2024-05-01``
+    means the text the author wrote, and JSON has no date type."""
+    if not _LOADER:
+        import yaml
+
+        base = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+
+        class SuiteYamlLoader(base):  # type: ignore[misc, valid-type]
+            pass
+
+        SuiteYamlLoader.yaml_implicit_resolvers = {
+            first: [(tag, rx) for tag, rx in resolvers if tag != f"{_TAG}timestamp"]
+            for first, resolvers in base.yaml_implicit_resolvers.items()
+        }
+        _LOADER.append(SuiteYamlLoader)
+    return _LOADER[0]
+
+
+def parse_yaml(text: str, shown: str) -> Any:
+    """The YAML document as JSON values, or ``SuiteError`` with every problem found."""
+    loader = _loader_class()(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except RecursionError:
+            raise SuiteError(shown, "", f"nested deeper than {MAX_DEPTH} levels") from None
+        except Exception as exc:  # PyYAML raises more than YAMLError on odd input
+            raise SuiteError(shown, "", _yaml_problem(exc)) from None
+        if node is None:
+            return None
+        problems = Problems()
+        _check_nodes(node, shown, problems, loader)
+        problems.raise_any()
+        try:
+            return loader.construct_document(node)
+        except Exception as exc:
+            raise SuiteError(shown, "", _yaml_problem(exc)) from None
+    finally:
+        loader.dispose()
+
+
+def _yaml_problem(exc: Exception) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc) or type(exc).__name__
+    where = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+    return clip(f"not valid YAML{where}: {' '.join(str(problem).split())}", 200)
+
+
+class _Refused(Exception):
+    """Stops the node walk: the document cannot be looked at any further."""
+
+
+def _check_nodes(root: Any, shown: str, problems: Problems, loader: Any) -> None:
+    """A fast pass over the distinct nodes without paths; only when it finds something, a
+    second pass that names where (most suites are clean, and paths cost time)."""
+    try:
+        if _walk_nodes(root, loader, None):
+            _walk_nodes(root, loader, (shown, problems))
+    except _Refused as refused:
+        problems.add(shown, *refused.args)
+    except Exception as exc:  # e.g. a float the constructor cannot read
+        problems.add(shown, "", _yaml_problem(exc))
+
+
+def _walk_nodes(root: Any, loader: Any, report: tuple[str, Problems] | None) -> bool:
+    """Each distinct node once (an alias is not followed twice), with the expanded size and
+    depth computed per node from its children's, so an alias bomb is refused in time linear
+    in the file. Without ``report``: True as soon as anything is wrong. With it: adds every
+    problem, with its path, and raises ``_Refused`` for what stops the walk."""
+    sizes: dict[int, int] = {}
+    depths: dict[int, int] = {}
+    open_nodes: set[int] = set()
+    stack: list[tuple[Any, str, bool]] = [(root, "$", False)]
+    while stack:
+        node, where, finished = stack.pop()
+        ident = id(node)
+        if finished:
+            open_nodes.discard(ident)
+            size, depth = 1, 0
+            for child in _children(node):
+                size += sizes[id(child)]
+                depth = max(depth, depths[id(child)])
+            sizes[ident], depths[ident] = size, depth + 1
+            if size > MAX_NODES or depth + 1 > MAX_DEPTH:
+                if report is None:
+                    return True
+                if size > MAX_NODES:
+                    raise _Refused(
+                        where,
+                        f"expands to more than {MAX_NODES} values through YAML aliases "
+                        "(an alias bomb)",
+                    )
+                raise _Refused(where, f"nested deeper than {MAX_DEPTH} levels")
+            continue
+        if ident in sizes:
+            continue
+        if ident in open_nodes or len(open_nodes) > MAX_DEPTH:
+            if report is None:
+                return True
+            if ident in open_nodes:
+                raise _Refused(where, "a YAML alias refers to a node that contains it")
+            raise _Refused(where, f"nested deeper than {MAX_DEPTH} levels")
+        found = _node_problems(node, loader)
+        if found:
+            if report is None:
+                return True
+            for suffix, problem in found:
+                report[1].add(report[0], where + suffix, problem)
+        if node.id == "scalar":
+            sizes[ident] = depths[ident] = 1
+            continue
+        open_nodes.add(ident)
+        stack.append((node, where, True))
+        if report is None:
+            stack.extend((child, where, False) for child in _children(node))
+        elif node.id == "sequence":
+            stack.extend((child, f"{where}[{i}]", False) for i, child in enumerate(node.value))
+        else:
+            for key, value in node.value:
+                name = "" if key.tag == _MERGE else f".{clip(str(key.value), 40)}"
+                stack += [(key, where, False), (value, where + name, False)]
+    return False
+
+
+def _children(node: Any) -> list[Any]:
+    # Node kinds by their ``id`` rather than isinstance: the loader class is built once, and
+    # PyYAML may have been imported again since (pytest's in-process runs do that).
+    if node.id == "sequence":
+        return node.value
+    if node.id == "mapping":
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _node_problems(node: Any, loader: Any) -> list[tuple[str, str]]:
+    """What is wrong with this node itself, as (path suffix, problem) pairs."""
+    tag = node.tag
+    line = f" (line {node.start_mark.line + 1})" if node.start_mark else ""
+    if node.id == "scalar":
+        if tag == _STR:
+            return [("", p) for p in _string_problems(node.value)]
+        if tag == _MERGE:
+            return []
+        if tag not in _SCALAR_TAGS:
+            return [("", f"YAML tag {tag} is not allowed{line}: {_JSON_TYPES}")]
+        if tag == _INT and sum(c.isdigit() for c in node.value) > MAX_INT_DIGITS:
+            return [("", f"an integer of more than {MAX_INT_DIGITS} digits{line}")]
+        if tag == _FLOAT and not math.isfinite(loader.construct_yaml_float(node)):
+            return [("", f"{clip(node.value)} is not a finite number{line}")]
+        return []
+    if node.id == "sequence":
+        return [] if tag == _SEQ else [("", f"YAML tag {tag} is not allowed{line}: {_JSON_TYPES}")]
+    if tag != _MAP:
+        return [("", f"YAML tag {tag} is not allowed{line}: {_JSON_TYPES}")]
+    found: list[tuple[str, str]] = []
+    seen: dict[str, int] = {}
+    for key, _value in node.value:
+        if key.tag == _MERGE:
+            continue
+        key_line = key.start_mark.line + 1 if key.start_mark else 0
+        if key.id != "scalar" or key.tag != _STR:
+            shown_key = clip(key.value) if key.id == "scalar" else "a collection"
+            hint = (
+                " (YAML reads yes, no, on, off, true and false as booleans)"
+                if key.tag == _BOOL
+                else ""
+            )
+            found.append(
+                ("", f"key {shown_key} at line {key_line} is not a string; quote it{hint}")
+            )
+            continue
+        if key.value in seen:
+            found.append(
+                (
+                    f".{clip(key.value, 40)}",
+                    f"duplicate key {quoted(key.value)} (lines {seen[key.value]} and {key_line})",
+                )
+            )
+        else:
+            seen[key.value] = key_line
+        found += [("", p) for p in _string_problems(key.value)]
+    return found
+
+
+def _string_problems(text: str) -> list[str]:
+    if len(text) > MAX_STRING_CHARS:
+        return [f"a string of {len(text)} characters; the limit is {MAX_STRING_CHARS}"]
+    provider = looks_like_api_key(text)
+    if provider is not None:
+        # Checked before validation, whose messages quote values: never echo a key.
+        return [f"looks like an API key ({provider} format); keys belong in the environment"]
+    return []
+
+
+def check_string(text: str, shown: str, where: str, problems: Problems) -> None:
+    for problem in _string_problems(text):
+        problems.add(shown, where, problem)
+
+
+# JSON -------------------------------------------------------------------------------------
+def parse_json(text: str, shown: str, where: str, problems: Problems) -> Any:
+    """One JSON value, or ``None`` with the problems added (duplicate keys, NaN and
+    Infinity, nesting, overlong strings and numbers, API keys)."""
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in result:
+                raise ValueError(f"duplicate key {quoted(key)}")
+            result[key] = value
+        return result
+
+    def no_constants(name: str) -> Any:
+        raise ValueError(f"{name} is not a finite number")
+
+    try:
+        value = json.loads(text, object_pairs_hook=unique, parse_constant=no_constants)
+    except RecursionError:
+        problems.add(shown, where, f"nested deeper than {MAX_DEPTH} levels")
+        return None
+    except ValueError as exc:
+        problems.add(shown, where, f"not valid JSON: {clip(str(exc), 200)}")
+        return None
+    before = len(problems.found)
+    for item, item_where, depth in _walk_values(value, where):
+        if depth > MAX_DEPTH:
+            problems.add(shown, item_where, f"nested deeper than {MAX_DEPTH} levels")
+            break
+        if isinstance(item, str):
+            check_string(item, shown, item_where, problems)
+        elif isinstance(item, float) and not math.isfinite(item):
+            problems.add(shown, item_where, "not a finite number")
+        elif isinstance(item, int) and not isinstance(item, bool) and abs(item) >= 10**19:
+            problems.add(shown, item_where, "an integer this large is not allowed")
+        elif isinstance(item, dict):
+            for key in item:
+                check_string(key, shown, item_where, problems)
+    return value if len(problems.found) == before else None
+
+
+def _walk_values(value: Any, where: str) -> Iterator[tuple[Any, str, int]]:
+    stack: list[tuple[Any, str, int]] = [(value, where, 1)]
+    while stack:
+        item, item_where, depth = stack.pop()
+        yield item, item_where, depth
+        if depth > MAX_DEPTH:
+            return
+        if isinstance(item, dict):
+            stack.extend((v, f"{item_where}.{clip(k, 40)}", depth + 1) for k, v in item.items())
+        elif isinstance(item, list):
+            stack.extend((v, f"{item_where}[{i}]", depth + 1) for i, v in enumerate(item))
+
+
+def read_entries(
+    path: Path, shown: str, problems: Problems, unwrap: Callable[[Any], Any] | None = None
+) -> list[tuple[str, Any]] | None:
+    """Entries of a JSONL file (one per line, blank lines skipped) or of a YAML/JSON list
+    (``unwrap`` may take the list out of a mapping first), each with where it stands: the
+    line in a JSONL file, the index in a list. None (problems added) when unreadable."""
+    text = read_text(path, shown)
+    if path.suffix == ".jsonl":
+        entries = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if line.strip():
+                value = parse_json(line, shown, f"line {number}", problems)
+                entries.append((f"line {number}", value))
+        return entries
+    loaded = parse_yaml(text, shown)
+    if unwrap is not None:
+        loaded = unwrap(loaded)
+    if loaded is None:
+        loaded = []
+    if not isinstance(loaded, list):
+        return None
+    return [(f"$[{index}]", entry) for index, entry in enumerate(loaded)]
