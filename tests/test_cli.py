@@ -57,7 +57,12 @@ def test_validate_reports_the_loaders_line_and_the_worst_code(
     code, out, err = run(capsys, tmp_path, "validate", "small.eval.yaml", "bad.eval.yaml")
     assert code == 2
     assert out.startswith("ok small.eval.yaml: suite small, 6 items")
-    assert err.startswith("bad.eval.yaml: $.tasks[0]: ") and err.count("\n") == 1
+    # Both problems of the misspelt key, one line each.
+    assert err.splitlines() == [
+        "bad.eval.yaml: $.tasks[0]: missing required key 'prompt'",
+        err.splitlines()[1],
+    ]
+    assert err.splitlines()[1].startswith("bad.eval.yaml: $.tasks[0]: unknown key 'promt'")
     assert "Traceback" not in err
 
 

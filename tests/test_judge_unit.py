@@ -18,7 +18,6 @@ from pytest_evalmine.adapters.base import AdapterError, Request, Response, Usage
 from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.judging.judge import (
     DEFAULT_RUBRIC,
-    JUDGE_MAX_TOKENS,
     PROMPT_TEMPLATE_VERSION,
     SYSTEM_PROMPT,
     VERDICT_SCHEMA,
@@ -139,7 +138,7 @@ def test_judge_request_puts_each_answer_in_its_slot(
     assert "order" in SYSTEM_PROMPT and "length" in SYSTEM_PROMPT
     assert request.schema == VERDICT_SCHEMA
     assert request.temperature == 0.0
-    assert request.max_tokens == JUDGE_MAX_TOKENS == 300
+    assert request.max_tokens == 300
     assert request.repeat == 1
     assert request.context is not None
     assert request.context["order"] == order

@@ -82,7 +82,10 @@ def finish_run(
         previous = _previous_report(session, suite, report_root)
         if previous is not None:
             summary = dataclasses.replace(
-                summary, changes=compare_reports(summary.to_json(), load_report(previous))
+                summary,
+                changes=compare_reports(
+                    summary.to_json(), load_report(previous), suite.mover_threshold
+                ),
             )
         run_dir = write_run(summary, report_root)
         fail = session.settings.fail_under_calibration or suite.judge.on_below_floor == "fail"

@@ -20,7 +20,6 @@ from ..suite.loader import Suite
 from .pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
 
 PROMPT_TEMPLATE_VERSION = "1"
-JUDGE_MAX_TOKENS = 300
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -117,8 +116,8 @@ def judge_request(
         model=judge_model,
         prompt=prompt,
         system=SYSTEM_PROMPT,
-        max_tokens=JUDGE_MAX_TOKENS,
-        temperature=0.0,
+        max_tokens=suite.judge.max_tokens,
+        temperature=suite.judge.temperature,
         schema=VERDICT_SCHEMA,
         repeat=repeat,
         context={

@@ -43,8 +43,12 @@ def load(path: Path) -> dict[str, Any]:
         raise EvalmineError(f"{path}: cannot read report: {exc}") from None
 
 
-def compare(current: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
-    """Deltas when the suite hash matches; otherwise what changed in the suite itself."""
+def compare(
+    current: dict[str, Any], previous: dict[str, Any], mover_threshold: float = 0.15
+) -> dict[str, Any]:
+    """Deltas when the suite hash matches; otherwise what changed in the suite itself.
+    ``mover_threshold`` (the suite's ``report.mover_threshold``): how large a per-task
+    win-rate change must be for the task to count as a mover."""
     same_suite = current["suite"]["hash"] == previous["suite"]["hash"]
     result: dict[str, Any] = {
         "previous_run_id": previous.get("run_id"),
@@ -59,7 +63,10 @@ def compare(current: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]
         "calibration": _calibration(current, previous),
     }
     if same_suite:
-        result["win_rate_movements"] = _movements(current, previous)
+        moves = _movements(current, previous)
+        result["win_rate_movements"] = moves
+        result["mover_threshold"] = mover_threshold
+        result["movers"] = [m for m in moves if abs(m["change"]) >= mover_threshold]
     else:
         result["suite_changes"] = _suite_changes(current, previous)
     return result

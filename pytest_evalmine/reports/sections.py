@@ -197,6 +197,13 @@ def changes_section(changes: dict[str, Any]) -> Section:
         ]
         if rows:
             section.tables.append((("task", "candidate", "before", "now", "change"), rows))
+            threshold = changes.get("mover_threshold")
+            if threshold is not None:
+                movers = [f"{m['task']} ({m['candidate']})" for m in changes.get("movers", [])]
+                section.lines.append(
+                    f"movers (a change of {100 * threshold:.0f} pts or more): "
+                    + (", ".join(movers) or "none")
+                )
         else:
             section.lines.append("no win-rate movements to compare")
     else:

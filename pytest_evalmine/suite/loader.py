@@ -44,7 +44,7 @@ MODEL = re.compile(r"^[a-z0-9][a-z0-9_-]*/\S+$")
 RESERVED_KEYS = {
     "check": (
         "execution checks (evalmine's 'check': a shell command run on the answer) are not "
-        "supported yet; spec section 22 reserves them"
+        "supported yet; reserved by spec section 2 'Reserved keys'"
     ),
 }
 
@@ -240,24 +240,38 @@ def _validator(definition: str | None = None) -> Any:
         schema = json.loads(
             resources.files("pytest_evalmine.suite").joinpath("schema.json").read_text("utf-8")
         )
-        defs = schema.pop("$defs")
         # The suite schema is not recursive: with its references replaced by their targets,
         # validating a 10,000-case suite skips 20,000 reference look-ups.
-        target = defs[definition] if definition else schema
-        _VALIDATORS[key] = Draft202012Validator(_without_refs(target, defs))
+        target = schema["$defs"][definition] if definition else schema
+        try:
+            flat = _without_refs(target, schema, ())
+        except RecursionError:
+            flat = (
+                {"$defs": schema["$defs"], "$ref": f"#/$defs/{definition}"}
+                if definition
+                else schema
+            )
+        _VALIDATORS[key] = Draft202012Validator(flat)
     return _VALIDATORS[key]
 
 
-def _without_refs(schema: Any, defs: dict[str, Any]) -> Any:
-    if isinstance(schema, dict):
-        if "$ref" in schema:
-            target = defs[schema["$ref"].removeprefix("#/$defs/")]
-            rest = {k: v for k, v in schema.items() if k != "$ref"}
-            return _without_refs({**target, **rest}, defs)
-        return {k: _without_refs(v, defs) for k, v in schema.items()}
-    if isinstance(schema, list):
-        return [_without_refs(item, defs) for item in schema]
-    return schema
+def _without_refs(value: Any, root: dict[str, Any], expanding: tuple[str, ...]) -> Any:
+    """``value`` with every ``#/...`` reference replaced by its target; RecursionError when
+    a definition refers back to itself (then the references stay)."""
+    if isinstance(value, dict):
+        if isinstance(value.get("$ref"), str):
+            pointer = value["$ref"]
+            if pointer in expanding:
+                raise RecursionError(pointer)
+            target: Any = root
+            for part in pointer.removeprefix("#/").split("/"):
+                target = target[part]
+            rest = {k: v for k, v in value.items() if k != "$ref"}
+            return _without_refs({**target, **rest}, root, (*expanding, pointer))
+        return {k: _without_refs(v, root, expanding) for k, v in value.items() if k != "$defs"}
+    if isinstance(value, list):
+        return [_without_refs(item, root, expanding) for item in value]
+    return value
 
 
 def json_path(root: str, parts: Any) -> str:
