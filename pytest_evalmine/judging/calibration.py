@@ -59,6 +59,7 @@ class Calibration:
     inverted: int = 0
     unmatched: dict[str, int] = field(default_factory=dict)
     per_task: list[TaskKappa] = field(default_factory=list)
+    unmatched_model_pairs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -90,6 +91,7 @@ class Calibration:
             "labels_total": self.labels_total,
             "inverted_labels": self.inverted,
             "unmatched_labels": self.unmatched,
+            "unmatched_model_pairs": self.unmatched_model_pairs,
             "kappa": self.kappa.value,
             "kappa_interval": self.interval.to_dict() if self.interval else None,
             "kappa_interval_undefined_resamples": self.interval_undefined_resamples,
@@ -133,8 +135,24 @@ def match_labels(
             unmatched[f"pair_excluded:{pair.excluded}"] += 1
         else:
             assert pair.category is not None
+            pair.label = prefer
             ratings.append(Rating(pair.task, pair.case, prefer, pair.category))
     return ratings, inverted, dict(sorted(unmatched.items()))
+
+
+def unmatched_model_pairs(labels: Sequence[Label], pairs: Sequence[Pair]) -> list[dict[str, Any]]:
+    """Labels comparing two models this run did not compare, grouped by model pair: the
+    models a run needs (baseline first, as labelled) for those labels to count again."""
+    compared = {frozenset((p.baseline, p.candidate)) for p in pairs}
+    counts = Counter(
+        (label.baseline, label.candidate)
+        for label in labels
+        if frozenset((label.baseline, label.candidate)) not in compared
+    )
+    return [
+        {"baseline": baseline, "candidate": candidate, "labels": n}
+        for (baseline, candidate), n in sorted(counts.items())
+    ]
 
 
 def calibrate(
@@ -166,6 +184,7 @@ def calibrate(
         inverted=inverted,
         unmatched=unmatched,
         per_task=_per_task(ratings),
+        unmatched_model_pairs=unmatched_model_pairs(labels, pairs),
     )
     gated = kappa.value if gate_on == "point" else (interval.low if interval else None)
     if not ratings:

@@ -12,7 +12,7 @@ from ..run.dispatch import Dispatcher
 from ..run.records import AnswerRecord
 from ..suite.loader import Suite
 from .calibration import Calibration, calibrate
-from .judge import JudgeRecord, judge_pairs, judge_record
+from .judge import JudgeRecord, judge_pairs, judge_record, task_prompt
 from .pairs import Pair, plan_pairs
 from .winrate import PositionBias, WinRate, exclusions, position_bias, win_rates
 
@@ -89,6 +89,8 @@ def run_headline(
     gate_on: str = "point",
 ) -> Headline:
     pairs = plan_pairs(records, models, judged_task_ids(suite))
+    for pair in pairs:
+        pair.prompt = task_prompt(suite, pair.task, pair.case)
     judge_pairs(pairs, records, suite, judge_model, dispatcher)
     return headline_from_pairs(suite, pairs, models, judge_model, gate_on=gate_on)
 

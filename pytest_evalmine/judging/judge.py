@@ -89,6 +89,12 @@ def rubric_for(suite: Suite, task_id: str) -> str:
     return "\n\n".join(parts) or DEFAULT_RUBRIC
 
 
+def task_prompt(suite: Suite, task_id: str, case_id: str) -> str:
+    """The task's prompt as the models were asked it for one case."""
+    task = suite.task(task_id)
+    return suite.render(task, next(c for c in task.cases if c.id == case_id)).prompt
+
+
 def judge_request(
     judge_model: str,
     suite: Suite,
@@ -99,15 +105,13 @@ def judge_request(
 ) -> Request:
     """The judge call for one pass. Model names, prices and latencies never reach the judge;
     ``context`` is for adapters only (scripted test judges), never rendered."""
-    task = suite.task(pair.task)
-    case = next(c for c in task.cases if c.id == pair.case)
     first, second = (
         (pair.baseline, pair.candidate)
         if order == BASELINE_FIRST
         else (pair.candidate, pair.baseline)
     )
     prompt = PROMPT_TEMPLATE.format(
-        task_prompt=suite.render(task, case).prompt,
+        task_prompt=task_prompt(suite, pair.task, pair.case),
         rubric=rubric_for(suite, pair.task),
         answer_1=answers[first],
         answer_2=answers[second],

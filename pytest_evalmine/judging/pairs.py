@@ -70,6 +70,14 @@ class Pair:
     candidate: str
     excluded: str | None = None
     passes: list[JudgePass] = field(default_factory=list)
+    # What a person labelling the pair needs (report.html): the rendered task prompt, both
+    # answers and their checks, and the matched human label in this pair's orientation.
+    prompt: str = ""
+    baseline_text: str = ""
+    candidate_text: str = ""
+    baseline_checks: list[dict[str, Any]] = field(default_factory=list)
+    candidate_checks: list[dict[str, Any]] = field(default_factory=list)
+    label: str | None = None
 
     @property
     def judged(self) -> bool:
@@ -161,6 +169,10 @@ def plan_pairs(
                 continue
             suite = (mine or theirs).suite  # type: ignore[union-attr]
             pair = Pair(suite, task, case, baseline, candidate)
+            if theirs is not None:
+                pair.baseline_text, pair.baseline_checks = theirs.text or "", theirs.checks
+            if mine is not None:
+                pair.candidate_text, pair.candidate_checks = mine.text or "", mine.checks
             pair.excluded = exclusion_reason(theirs) or exclusion_reason(mine)
             pairs.append(pair)
     return pairs

@@ -15,6 +15,7 @@ from typing import Any
 from ..judging.headline import DAGGER
 from ..redaction import redact
 from ..run.records import AnswerRecord
+from .html_page import render_html
 from .render import markdown_table, money
 from .sections import Section, flagged, number, percent, report_sections
 from .summary import RunSummary
@@ -30,10 +31,13 @@ def write_run(summary: RunSummary, report_root: Path) -> Path:
     run_dir = suite_dir / summary.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(run_dir / "answers.jsonl", _jsonl(r.to_dict() for r in summary.records))
+    pairs = [p.to_dict() for p in summary.headline.pairs] if summary.headline else []
     if summary.headline is not None:
-        atomic_write(run_dir / "pairs.jsonl", _jsonl(p.to_dict() for p in summary.headline.pairs))
-    atomic_write(run_dir / "report.json", json.dumps(summary.to_json(), indent=2) + "\n")
+        atomic_write(run_dir / "pairs.jsonl", _jsonl(pairs))
+    report = summary.to_json()
+    atomic_write(run_dir / "report.json", json.dumps(report, indent=2) + "\n")
     atomic_write(run_dir / "report.md", render_markdown(summary))
+    atomic_write(run_dir / "report.html", render_html(report, pairs))
     pointer = {
         "run_id": summary.run_id,
         "path": f"{summary.run_id}/report.json",

@@ -29,7 +29,7 @@ def _rate(rate: Rate) -> str:
     return f"{rate.passed}/{rate.n} ({100 * rate.passed / rate.n:.0f}%)"
 
 
-def _ms(seconds: float | None) -> str:
+def milliseconds(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds * 1000:.0f} ms"
 
 
@@ -44,8 +44,8 @@ def scorecard_rows(scores: Sequence[ModelScore]) -> list[tuple[str, ...]]:
                 f"{score.passed}/{score.items}",
                 _rate(score.schema_native),
                 _rate(score.schema_prompted),
-                _ms(score.latency_p50_s) + f" (n={score.latency_n})",
-                _ms(score.latency_p95_s),
+                milliseconds(score.latency_p50_s) + f" (n={score.latency_n})",
+                milliseconds(score.latency_p95_s),
                 bound + money(score.cost_usd),
                 bound + money(score.cost_if_uncached_usd),
             )

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..judging.headline import DAGGER, Headline
 from ..judging.winrate import WinRate
+from .labelling import label_next
 from .render import HEADERS, money, scorecard_rows
 from .summary import RunSummary
 
@@ -70,6 +71,12 @@ def calibration_section(headline: Headline) -> Section:
         section.detail_lines.append(
             f"Labels with baseline and candidate swapped, inverted: {cal.inverted}. "
             f"Not matched: {unmatched}."
+        )
+    for pair in cal.unmatched_model_pairs:
+        section.lines.append(
+            f"{pair['labels']} labels compare {pair['baseline']} with {pair['candidate']}, "
+            "which this run did not compare; --evalmine-models="
+            f"{pair['baseline']},{pair['candidate']} would match them"
         )
     names = ("baseline", "tie", "candidate")
     rows = [
@@ -161,6 +168,32 @@ def exclusions_section(headline: Headline) -> Section:
     return section
 
 
+LABEL_NEXT_SHOWN = 10  # in the terminal; report.md lists up to LABEL_NEXT_LISTED
+LABEL_NEXT_LISTED = 50
+
+
+def label_next_section(headline: Headline) -> Section:
+    suggestions = label_next(
+        [pair.to_dict() for pair in headline.pairs], headline.calibration.min_labels
+    )
+    section = Section("Label next")
+    if not suggestions:
+        section.lines.append("nothing: every judged pair is labelled and agrees with the judge")
+        return section
+    section.lines.append(
+        f"{len(suggestions)} pairs where a label would teach the most (label them blind in "
+        "report.html):"
+    )
+    section.lines += [s.line() for s in suggestions[:LABEL_NEXT_SHOWN]]
+    section.detail_lines += [s.line() for s in suggestions[LABEL_NEXT_SHOWN:LABEL_NEXT_LISTED]]
+    if len(suggestions) > LABEL_NEXT_SHOWN:
+        section.footer.append(
+            f"(the terminal shows {LABEL_NEXT_SHOWN}, report.md "
+            f"{min(len(suggestions), LABEL_NEXT_LISTED)}, report.html all {len(suggestions)})"
+        )
+    return section
+
+
 def changes_section(changes: dict[str, Any]) -> Section:
     section = Section(f"What changed since {changes['previous_run_id']}")
     if changes["judge_changed"]:
@@ -234,7 +267,11 @@ def report_sections(summary: RunSummary) -> list[Section]:
         sections.append(Section("Judge", lines=[summary.judge_note]))
     sections.append(scorecard_section(summary))
     if headline is not None:
-        sections += [per_task_section(headline), exclusions_section(headline)]
+        sections += [
+            per_task_section(headline),
+            exclusions_section(headline),
+            label_next_section(headline),
+        ]
     if summary.changes is not None:
         sections.append(changes_section(summary.changes))
     return sections

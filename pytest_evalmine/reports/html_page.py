@@ -1,0 +1,513 @@
+"""report.html (spec: "report.html"): one self-contained page per run, rendered from report.json
+and pairs.jsonl alone, so an old run can be re-rendered without rerunning anything.
+
+Inline CSS and JS (``assets/``), no network (a Content-Security-Policy forbids it), charts as
+SVG written here. Every user string is escaped: ``html.escape`` in markup, and the labelling
+data travels as JSON in a non-executed script element with ``<``, ``>`` and ``&`` escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..judging.headline import DAGGER
+from .labelling import KIND_TAGS, a_side, is_judged, label_fields, label_next, pair_id
+from .render import milliseconds, money
+from .sections import Section, changes_section, number, percent
+
+CATEGORIES = ("baseline", "tie", "candidate")
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+LABEL_NEXT_LISTED = 50
+
+
+def render_run_dir(run_dir: Path) -> str:
+    """The page of a stored run: its report.json and, with a judge, its pairs.jsonl."""
+    report = json.loads((run_dir / "report.json").read_text("utf-8"))
+    pairs_file = run_dir / "pairs.jsonl"
+    pairs = (
+        [json.loads(line) for line in pairs_file.read_text("utf-8").splitlines() if line.strip()]
+        if pairs_file.is_file()
+        else []
+    )
+    return render_html(report, pairs)
+
+
+def render_html(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> str:
+    """The whole page. Reads report.json's records defensively (``.get``), so a report from
+    an older or newer version renders what it has."""
+    headline = report.get("headline") or {}
+    suite = report.get("suite") or {}
+    title = f"evalmine: {suite.get('name', '?')} run {report.get('run_id', '?')}"
+    parts = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{_e(title)}</title>",
+        f"<style>{_asset('page.css')}</style>",
+        "</head><body>",
+        verdict_banner(report),
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="meta">Suite {_e(suite.get("file", ""))}, sha256 '
+        f"<code>{_e(suite.get('hash', ''))}</code>; models "
+        f"{_e(', '.join(report.get('models') or []))} (baseline first); created "
+        f"{_e(report.get('created_utc', ''))}.</p>",
+    ]
+    if headline:
+        parts += [_calibration(headline), _win_rates(headline)]
+    parts.append(_scorecard(report))
+    if headline:
+        parts.append(_exclusions(headline))
+    if report.get("changes"):
+        parts.append(_section_html(changes_section(report["changes"]), "changes"))
+    judged = [p for p in pairs if is_judged(p)]
+    min_labels = int((headline.get("calibration") or {}).get("min_labels") or 1)
+    suggestions = label_next(judged, min_labels)
+    if headline:
+        parts.append(_label_next(suggestions))
+    parts.append(_labelling(report, judged, suggestions))
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def verdict_banner(report: dict[str, Any]) -> str:
+    """The first thing on the page: may the win rate be quoted, and if not, why not."""
+    headline = report.get("headline")
+    partial = (
+        '<div class="partial">PARTIAL RUN: the cost cap was reached; the numbers cover only '
+        "what ran.</div>"
+        if report.get("partial")
+        else ""
+    )
+    if not headline:
+        note = report.get("judge_note") or "no judge verdicts in this run"
+        return (
+            '<header id="verdict" class="verdict verdict-none"><strong>NO HEADLINE</strong>'
+            f"{_e(note)}{partial}</header>"
+        )
+    rates = headline.get("win_rates") or []
+    lines = "".join(f"<li>{_e(_rate_line(rate))}</li>" for rate in rates)
+    if headline.get("headline_eligible"):
+        cal = headline.get("calibration") or {}
+        return (
+            '<header id="verdict" class="verdict verdict-ok"><strong>ELIGIBLE</strong>'
+            f"the judge agrees with your labels (kappa {_num(cal.get('kappa'))} on "
+            f"{_e(cal.get('n', 0))} labels)<ul>{lines}</ul>{partial}</header>"
+        )
+    reasons: list[str] = []
+    for rate in rates:
+        for reason in rate.get("ineligible_reasons") or []:
+            if reason not in reasons:
+                reasons.append(reason)
+    if not reasons:
+        reasons.append(str((headline.get("calibration") or {}).get("reason", "")))
+    return (
+        '<header id="verdict" class="verdict verdict-uncalibrated">'
+        f"<strong>UNCALIBRATED</strong>{_e('; '.join(reasons))}<ul>{lines}</ul>{partial}</header>"
+    )
+
+
+def _rate_line(rate: dict[str, Any]) -> str:
+    value = rate.get("win_rate")
+    text = f"{rate.get('candidate', '?')}: win rate {_pct(value)}"
+    interval = rate.get("interval") or {}
+    if interval:
+        text += f" [{_pct(interval.get('low'))}, {_pct(interval.get('high'))}]"
+    text += f", n={rate.get('n', 0)}"
+    if not rate.get("headline_eligible"):
+        text += f" {DAGGER} UNCALIBRATED"
+    return text
+
+
+# sections ---------------------------------------------------------------------------------
+def _calibration(headline: dict[str, Any]) -> str:
+    cal = headline.get("calibration") or {}
+    judge = (headline.get("judge") or {}).get("model", "?")
+    interval = cal.get("kappa_interval") or {}
+    interval_text = (
+        f" [{_num(interval.get('low'))}, {_num(interval.get('high'))}]" if interval else ""
+    )
+    parts = [
+        '<section id="calibration"><h2>Calibration</h2>',
+        f"<p>Judge {_e(judge)} vs your labels: kappa <strong>{_num(cal.get('kappa'))}"
+        f"{interval_text}</strong> ({_e(cal.get('band') or 'undefined')}), raw agreement "
+        f"{_pct(cal.get('observed_agreement'))}, n={_e(cal.get('n', 0))} of "
+        f"{_e(cal.get('labels_total', 0))} labels. Status <strong>"
+        f"{_e(str(cal.get('status', '?')).upper())}</strong>: {_e(cal.get('reason', ''))}.</p>",
+    ]
+    for pair in cal.get("unmatched_model_pairs") or []:
+        parts.append(
+            f"<p>{_e(pair.get('labels'))} labels compare {_e(pair.get('baseline'))} with "
+            f"{_e(pair.get('candidate'))}, which this run did not compare: "
+            f"<code>--evalmine-models={_e(pair.get('baseline'))},{_e(pair.get('candidate'))}"
+            "</code> would match them.</p>"
+        )
+    confusion = cal.get("confusion") or {}
+    matrix = confusion.get("matrix")
+    if matrix:
+        parts.append(f'<div class="chart">{confusion_svg(matrix)}</div>')
+    rows = [
+        (
+            str(row.get("task")),
+            str(row.get("n")),
+            _pct(row.get("agreement")),
+            _num(row.get("kappa")) if row.get("kappa") is not None else "suppressed (<5)",
+        )
+        for row in cal.get("per_task") or []
+    ]
+    if rows:
+        parts.append(_table(("task", "labels", "agreement", "kappa"), rows))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _win_rates(headline: dict[str, Any]) -> str:
+    overall = headline.get("win_rates") or []
+    per_task = headline.get("win_rates_per_task") or []
+    bias = headline.get("position_bias") or {}
+    parts = [
+        '<section id="win-rates"><h2>Win rates (candidate vs baseline)</h2>',
+        '<p class="muted">Dot: win rate over schema-passing pairs; bar: 95 % bootstrap '
+        f"interval; dashed line: 50 %. {DAGGER} UNCALIBRATED: not a headline.</p>",
+        f'<div class="chart">{win_rate_svg(overall, "Overall win rates", with_task=False)}</div>',
+    ]
+    if per_task:
+        parts += [
+            "<h3>Per task, worst first</h3>",
+            f'<div class="chart">{win_rate_svg(per_task, "Win rates per task", with_task=True)}'
+            "</div>",
+        ]
+    parts.append(
+        f"<p>Judge position bias: slot 1 won {_pct(bias.get('slot_1_share'))} of "
+        f"{_e(bias.get('decisive_passes', 0))} decisive passes.</p></section>"
+    )
+    return "".join(parts)
+
+
+def _scorecard(report: dict[str, Any]) -> str:
+    rows = []
+    for row in report.get("scorecard") or []:
+        schema = row.get("schema_all") or {}
+        rows.append(
+            (
+                str(row.get("model")) + (" (baseline)" if row.get("baseline") else ""),
+                f"{row.get('passed', 0)}/{row.get('items', 0)}",
+                f"{schema.get('passed', 0)}/{schema.get('n', 0)}" if schema.get("n") else "-",
+                _ms(row.get("latency_p50_s")),
+                _ms(row.get("latency_p95_s")),
+                _usd(row.get("cost_usd")),
+                _usd(row.get("cost_if_uncached_usd")),
+            )
+        )
+    cost = report.get("cost") or {}
+    headers = ("model", "passed", "schema", "p50", "p95", "cost run", "if uncached")
+    return (
+        '<section id="scorecard"><h2>Scorecard</h2>'
+        + _table(headers, rows)
+        + f"<p>Cost {_usd(cost.get('spent_usd'))} this run, {_usd(cost.get('if_uncached_usd'))}"
+        f" if uncached; cap {_usd(cost.get('cap_usd'))} ({_e(cost.get('cap_source', ''))}); "
+        f"prices pinned {_e(cost.get('prices_pinned', ''))}.</p></section>"
+    )
+
+
+def _exclusions(headline: dict[str, Any]) -> str:
+    rows = [
+        (str(candidate), str(reason), str(n))
+        for candidate, reasons in (headline.get("exclusions") or {}).items()
+        for reason, n in (reasons or {}).items()
+    ]
+    body = _table(("candidate", "reason", "pairs"), rows) if rows else "<p>none</p>"
+    return f'<section id="exclusions"><h2>Exclusions (pairs not judged)</h2>{body}</section>'
+
+
+def _section_html(section: Section, anchor: str) -> str:
+    parts = [f'<section id="{anchor}"><h2>{_e(section.title)}</h2>']
+    parts += [f"<p>{_e(line)}</p>" for line in section.lines + section.detail_lines]
+    parts += [_table(h, r) for h, r in section.tables + section.detail_tables]
+    parts += [f"<p>{_e(line)}</p>" for line in section.footer]
+    return "".join(parts) + "</section>"
+
+
+def _label_next(suggestions: Sequence[Any]) -> str:
+    items = "".join(
+        f"<li><code>{_e(s.task)}/{_e(s.case)}</code> "
+        f'<span class="tags">{"".join(f"<span>{_e(KIND_TAGS[k])}</span>" for k in s.kinds)}'
+        "</span></li>"
+        for s in suggestions[:LABEL_NEXT_LISTED]
+    )
+    more = (
+        f"<p class='muted'>and {len(suggestions) - LABEL_NEXT_LISTED} more, in this order in "
+        "the labelling view below</p>"
+        if len(suggestions) > LABEL_NEXT_LISTED
+        else ""
+    )
+    body = f"<ol>{items}</ol>{more}" if items else "<p>nothing to suggest</p>"
+    return f'<section id="label-next"><h2>Label next</h2>{body}</section>'
+
+
+# blind labelling --------------------------------------------------------------------------
+def labelling_data(
+    report: dict[str, Any], judged: Sequence[dict[str, Any]], suggestions: Sequence[Any]
+) -> dict[str, Any]:
+    """What the labelling script needs, with the A/B mapping already resolved: for each pair
+    the side shown as A, what A and B mean as a label's ``prefer``, and the label's fields."""
+    index = {(p["task"], p["case"], p["candidate"]): i for i, p in enumerate(judged)}
+    entries = [_pair_entry(pair) for pair in judged]
+    for suggestion in suggestions:
+        position = index[(suggestion.task, suggestion.case, suggestion.candidate)]
+        entries[position]["tags"] = [KIND_TAGS[kind] for kind in suggestion.kinds]
+    already = sum(1 for p in judged if p.get("label"))
+    return {
+        "run_id": report.get("run_id", ""),
+        "labels_key": bool((report.get("suite") or {}).get("label_counts")),
+        "already_labelled": already,
+        "pairs": entries,
+        "next_order": [index[(s.task, s.case, s.candidate)] for s in suggestions],
+    }
+
+
+def _pair_entry(pair: dict[str, Any]) -> dict[str, Any]:
+    a = a_side(pair)
+    b = "candidate" if a == "baseline" else "baseline"
+    letter = {a: "A", b: "B", "tie": "tie"}
+    passes = []
+    for judge_pass in pair.get("passes") or []:
+        slot = judge_pass.get("winner_slot")
+        first, second = (
+            ("baseline", "candidate")
+            if judge_pass.get("order") == "baseline_first"
+            else ("candidate", "baseline")
+        )
+        winner = {"1": first, "2": second, "tie": "tie"}.get(slot or "")
+        passes.append(
+            {
+                "first": letter[first],
+                "winner": letter.get(winner or "", "none"),
+                "reason": judge_pass.get("reason") or "",
+            }
+        )
+    label = pair.get("label")
+    return {
+        "id": pair_id(pair),
+        "task": pair["task"],
+        "case": pair["case"],
+        "prompt": pair.get("prompt") or "",
+        "A": {"text": pair.get(f"{a}_text") or "", "checks": _checks(pair.get(f"{a}_checks"))},
+        "B": {"text": pair.get(f"{b}_text") or "", "checks": _checks(pair.get(f"{b}_checks"))},
+        "prefer": {"A": a, "B": b},
+        "fields": label_fields(pair),
+        "labelled": letter.get(label) if label else None,
+        "judge": {
+            "choice": letter.get(pair.get("category") or "", "none"),
+            "outcome": pair.get("outcome") or "",
+            "passes": passes,
+        },
+        "tags": [],
+    }
+
+
+def _checks(checks: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": str(c.get("name", "")),
+            "passed": bool(c.get("passed")),
+            "message": str(c.get("message") or ""),
+        }
+        for c in checks or []
+    ]
+
+
+def _labelling(
+    report: dict[str, Any], judged: Sequence[dict[str, Any]], suggestions: Sequence[Any]
+) -> str:
+    if not judged:
+        return (
+            '<section id="labelling-empty"><h2>Label pairs blind</h2><p>No judged pairs in '
+            "this run.</p></section>"
+        )
+    data = labelling_data(report, judged, suggestions)
+    return f"""<h2>Label pairs blind</h2>
+<p class="muted">Model names are hidden; which answer is A comes from a hash of the pair. Choose
+with the buttons or <kbd>1</kbd> prefer A, <kbd>2</kbd> tie, <kbd>3</kbd> prefer B;
+<kbd>&larr;</kbd>
+<kbd>&rarr;</kbd> move. The judge's verdict opens once you have chosen. Progress stays in this
+browser (per run); "Copy labels" gives YAML entries for the suite's <code>labels:</code> list or a
+<code>labels_path</code> file.</p>
+<section id="labelling" hidden>
+<div class="lab-bar"><label>Order <select id="lab-order"><option value="next">label next first
+</option><option value="suite">suite order</option></select></label>
+<button id="lab-prev" type="button">&larr; previous</button>
+<button id="lab-next" type="button">next &rarr;</button>
+<button id="lab-open" type="button">next unlabelled</button>
+<span id="lab-position"></span><span class="grow"></span><span id="lab-progress"></span></div>
+<p><strong id="lab-where"></strong> <span id="lab-tags" class="tags"></span>
+<em id="lab-existing"></em></p>
+<h3>Prompt</h3><div id="lab-prompt" class="prompt"></div>
+<div class="answers"><div><h3>Answer A</h3><ul id="lab-a-checks" class="checks"></ul>
+<div id="lab-a" class="answer-text"></div></div>
+<div><h3>Answer B</h3><ul id="lab-b-checks" class="checks"></ul>
+<div id="lab-b" class="answer-text"></div></div></div>
+<div class="choices"><button id="choose-A" type="button">Prefer A <kbd>1</kbd></button>
+<button id="choose-tie" type="button">Tie <kbd>2</kbd></button>
+<button id="choose-B" type="button">Prefer B <kbd>3</kbd></button>
+<input id="lab-note" type="text" placeholder="note (optional)"></div>
+<details id="lab-judge" class="judge"><summary id="lab-judge-summary"></summary>
+<div id="lab-judge-body"></div></details>
+<p><button id="copy-labels" type="button">Copy labels</button> <span id="copy-status"></span></p>
+<textarea id="labels-yaml" readonly aria-label="labels as YAML"></textarea>
+</section>
+<script type="application/json" id="evalmine-data">{script_json(data)}</script>
+<script>{_asset("page.js")}</script>"""
+
+
+# charts -----------------------------------------------------------------------------------
+def confusion_svg(matrix: Sequence[Sequence[Any]]) -> str:
+    """The 3x3 confusion matrix (rows human, columns judge) as a heatmap; the diagonal,
+    where judge and human agree, is outlined."""
+    cell_w, cell_h, left, top = 96, 44, 130, 40
+    counts = [[_int(v) for v in row] for row in matrix]
+    peak = max((v for row in counts for v in row), default=0) or 1
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + 3 * cell_w + 10}" '
+        f'height="{top + 3 * cell_h + 10}" role="img" id="confusion-heatmap">'
+        "<title>Confusion matrix: rows are your labels, columns the judge</title>"
+    ]
+    for j, name in enumerate(CATEGORIES):
+        x = left + j * cell_w + cell_w / 2
+        parts.append(f'<text x="{x}" y="{top - 22}" text-anchor="middle">judge:</text>')
+        parts.append(f'<text x="{x}" y="{top - 8}" text-anchor="middle">{name}</text>')
+    for i, name in enumerate(CATEGORIES):
+        y = top + i * cell_h
+        parts.append(
+            f'<text x="{left - 8}" y="{y + cell_h / 2 + 4}" text-anchor="end">you: {name}</text>'
+        )
+        for j in range(3):
+            value = counts[i][j] if i < len(counts) and j < len(counts[i]) else 0
+            alpha = 0.08 + 0.82 * value / peak
+            x = left + j * cell_w
+            stroke = ' stroke="#166534" stroke-width="3"' if i == j else ' stroke="#fff"'
+            parts.append(
+                f'<rect x="{x}" y="{y}" width="{cell_w}" height="{cell_h}" '
+                f'fill="rgba(29,78,216,{alpha:.2f})"{stroke}/>'
+            )
+            ink = "#fff" if alpha > 0.5 else "#111827"
+            parts.append(
+                f'<text x="{x + cell_w / 2}" y="{y + cell_h / 2 + 5}" text-anchor="middle" '
+                f'style="fill:{ink};font-size:15px">{value}</text>'
+            )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def win_rate_svg(rates: Sequence[dict[str, Any]], title: str, *, with_task: bool) -> str:
+    """One row per win rate: its interval as a bar, the rate as a dot, 50 % dashed."""
+    label_w, plot_w, value_w, row_h, top = 300, 320, 300, 26, 24
+    width = label_w + plot_w + value_w
+    height = top + row_h * max(1, len(rates)) + 10
+
+    def x_of(value: float) -> float:
+        return label_w + plot_w * min(1.0, max(0.0, value))
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'role="img" class="win-rates"><title>{_e(title)}</title>'
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1):
+        x = x_of(tick)
+        dash = ' stroke-dasharray="4 3"' if tick == 0.5 else ""
+        parts.append(
+            f'<line x1="{x}" y1="{top - 6}" x2="{x}" y2="{height - 6}" stroke="#9ca3af"{dash}/>'
+            f'<text x="{x}" y="{top - 10}" text-anchor="middle" class="dim">'
+            f"{int(tick * 100)}%</text>"
+        )
+    if not rates:
+        parts.append(f'<text x="{label_w}" y="{top + 16}" class="dim">no win rates</text>')
+    for row, rate in enumerate(rates):
+        y = top + row * row_h + row_h / 2
+        name = str(rate.get("candidate", "?"))
+        if with_task:
+            name = f"{rate.get('task') or '?'} ({name})"
+        eligible = bool(rate.get("headline_eligible"))
+        colour = "#166534" if eligible else "#b45309"
+        parts.append(
+            f'<text x="{label_w - 10}" y="{y + 4}" text-anchor="end">{_e(_clip(name, 44))}</text>'
+        )
+        interval = rate.get("interval") or {}
+        low, high = _float(interval.get("low")), _float(interval.get("high"))
+        if low is not None and high is not None:
+            parts.append(
+                f'<line x1="{x_of(low):.1f}" y1="{y}" x2="{x_of(high):.1f}" y2="{y}" '
+                f'stroke="{colour}" stroke-width="4" stroke-linecap="round"/>'
+            )
+        value = _float(rate.get("win_rate"))
+        if value is not None:
+            parts.append(
+                f'<circle cx="{x_of(value):.1f}" cy="{y}" r="6" fill="{colour}" '
+                'stroke="#fff" stroke-width="1.5"/>'
+            )
+        text = f"{_pct(value)} n={_int(rate.get('n'))}"
+        if low is not None and high is not None:
+            text = f"{_pct(value)} [{_pct(low)}, {_pct(high)}] n={_int(rate.get('n'))}"
+        if not eligible:
+            text += f" {DAGGER} UNCALIBRATED"
+        parts.append(f'<text x="{label_w + plot_w + 10}" y="{y + 4}">{_e(text)}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# helpers ----------------------------------------------------------------------------------
+def script_json(value: Any) -> str:
+    """JSON safe inside a <script> element: no "</script>", no "<!--", no entity."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+        text = text.replace(raw, escaped)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath("assets", name).read_text("utf-8")
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _float(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _int(value: Any) -> int:
+    number = _float(value)
+    return int(number) if number is not None else 0
+
+
+def _pct(value: Any) -> str:
+    return percent(_float(value))
+
+
+def _num(value: Any) -> str:
+    return number(_float(value))
+
+
+def _ms(value: Any) -> str:
+    return milliseconds(_float(value))
+
+
+def _usd(value: Any) -> str:
+    amount = _float(value)
+    return "-" if amount is None else money(amount)
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "\u2026"

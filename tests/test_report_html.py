@@ -1,0 +1,337 @@
+"""report.html (spec: "report.html") and "label next": the page from report.json and
+pairs.jsonl, its escaping, its verdict banner, and the order of pairs to label."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_evalmine.reports.html_page import render_html, render_run_dir, script_json
+from pytest_evalmine.reports.labelling import (
+    CHECK,
+    DISAGREES,
+    FEW_LABELS,
+    FLIP,
+    a_side,
+    label_fields,
+    label_next,
+    pair_id,
+)
+
+from .conftest import latest_report
+from .test_judge_run import JUDGED_SUITE, JUDGES_CONFTEST
+
+HOSTILE = '</script><script>alert("x")</script><b onmouseover="x()">&amp; bold</b>'
+DATA_SCRIPT = re.compile(
+    r'<script type="application/json" id="evalmine-data">(.*?)</script>', re.DOTALL
+)
+
+
+def win_rate(candidate: str, eligible: bool, task: str | None = None) -> dict[str, Any]:
+    return {
+        "candidate": candidate,
+        "task": task,
+        "n": 4,
+        "win_rate": 0.625,
+        "interval": {"low": 0.25, "high": 0.875},
+        "headline_eligible": eligible,
+        "flag": None if eligible else "UNCALIBRATED",
+        "ineligible_reasons": [] if eligible else ["below_floor: kappa 0.10 is below 0.40"],
+    }
+
+
+def report_doc(eligible: bool, candidate: str = "fake/beta") -> dict[str, Any]:
+    return {
+        "run_id": "20261130T000000.000Z-aaaaaaaa-bbbbbbbb",
+        "suite": {"name": "small", "file": "small.eval.yaml", "hash": "ab" * 32},
+        "models": ["fake/alpha", candidate],
+        "scorecard": [{"model": "fake/alpha", "baseline": True, "passed": 2, "items": 2}],
+        "cost": {"spent_usd": 0.01},
+        "headline": {
+            "judge": {"model": "fake/judge"},
+            "headline_eligible": eligible,
+            "calibration": {
+                "status": "ok" if eligible else "below_floor",
+                "reason": "why",
+                "kappa": 0.7 if eligible else 0.1,
+                "n": 12,
+                "min_labels": 2,
+                "confusion": {"matrix": [[3, 1, 0], [0, 2, 0], [1, 0, 5]]},
+            },
+            "win_rates": [win_rate(candidate, eligible)],
+            "win_rates_per_task": [win_rate(candidate, eligible, "triage")],
+        },
+    }
+
+
+def pair_doc(case: str = "c1", **overrides: Any) -> dict[str, Any]:
+    pair = {
+        "task": "triage",
+        "case": case,
+        "baseline": "fake/alpha",
+        "candidate": "fake/beta",
+        "excluded": None,
+        "category": "candidate",
+        "outcome": "win",
+        "flip": False,
+        "label": None,
+        "prompt": "Classify this",
+        "baseline_text": "base answer",
+        "candidate_text": "cand answer",
+        "baseline_checks": [{"name": "answer", "passed": True, "message": ""}],
+        "candidate_checks": [{"name": "answer", "passed": True, "message": ""}],
+        "passes": [
+            {"order": "baseline_first", "winner_slot": "2", "reason": "r1"},
+            {"order": "candidate_first", "winner_slot": "1", "reason": "r2"},
+        ],
+    }
+    pair.update(overrides)
+    return pair
+
+
+def embedded_data(page: str) -> dict[str, Any]:
+    match = DATA_SCRIPT.search(page)
+    assert match is not None
+    return json.loads(match.group(1))
+
+
+class TextCollector(HTMLParser):
+    """The page as a browser's parser sees it: visible text, and script bodies apart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text: list[str] = []
+        self.scripts = 0
+        self.tags: list[str] = []
+        self._in_script = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "script":
+            self.scripts += 1
+            self._in_script = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "script":
+            self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        if not self._in_script:
+            self.text.append(data)
+
+
+def test_every_user_string_is_escaped_in_markup_and_in_the_embedded_data() -> None:
+    report = report_doc(False, candidate=f"fake/{HOSTILE}")
+    report["suite"]["file"] = HOSTILE
+    report["judge_note"] = HOSTILE
+    pair = pair_doc(
+        candidate=f"fake/{HOSTILE}",
+        prompt=HOSTILE,
+        baseline_text=HOSTILE,
+        candidate_text="line one\u2028" + HOSTILE,
+        candidate_checks=[{"name": "schema", "passed": False, "message": HOSTILE}],
+    )
+    pair["passes"][0]["reason"] = HOSTILE
+    page = render_html(report, [pair])
+    assert HOSTILE not in page
+    assert "<b onmouseover" not in page
+    parser = TextCollector()
+    parser.feed(page)
+    assert parser.scripts == 2  # the JSON data and the page script: nothing injected
+    assert "b" not in parser.tags
+    assert HOSTILE in "".join(parser.text)  # shown as text, escaped in the markup
+    data = embedded_data(page)
+    entry = data["pairs"][0]
+    texts = {entry["A"]["text"], entry["B"]["text"]}
+    assert texts == {HOSTILE, "line one\u2028" + HOSTILE}
+    assert entry["prompt"] == HOSTILE
+    assert entry["judge"]["passes"][0]["reason"] == HOSTILE
+
+
+def test_script_json_cannot_close_its_element() -> None:
+    text = script_json({"a": "</script><!-- & \u2028"})
+    assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
+    assert json.loads(text) == {"a": "</script><!-- & \u2028"}
+
+
+@pytest.mark.parametrize(
+    ("report", "css_class", "word"),
+    [
+        (report_doc(True), "verdict-ok", "ELIGIBLE"),
+        (report_doc(False), "verdict-uncalibrated", "UNCALIBRATED"),
+        ({"run_id": "r", "judge_note": "no judge configured"}, "verdict-none", "NO HEADLINE"),
+    ],
+)
+def test_the_verdict_banner_comes_first(report: dict[str, Any], css_class: str, word: str) -> None:
+    page = render_html(report, [])
+    body = page.split("<body>", 1)[1]
+    assert body.lstrip().startswith(f'<header id="verdict" class="verdict {css_class}">')
+    banner = body.split("</header>", 1)[0]
+    assert word in banner
+    if word == "UNCALIBRATED":
+        assert "below_floor: kappa 0.10 is below 0.40" in banner
+        assert "62.5% [25.0%, 87.5%], n=4 \u2020 UNCALIBRATED" in banner
+
+
+def test_the_page_is_self_contained() -> None:
+    page = render_html(report_doc(False), [pair_doc()])
+    assert "default-src 'none'" in page  # the browser refuses any network request
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
+    assert "<link" not in page and "@import" not in page
+
+
+def test_charts_are_svg_written_by_the_code() -> None:
+    page = render_html(report_doc(False), [])
+    heatmap = page.split('id="confusion-heatmap"', 1)[1].split("</svg>", 1)[0]
+    cells = re.findall(r'<text [^>]*style="fill:[^"]*;font-size:15px">(\d+)</text>', heatmap)
+    assert [int(c) for c in cells] == [3, 1, 0, 0, 2, 0, 1, 0, 5]
+    assert page.count('class="win-rates"') == 2  # overall and per task
+    # The dot sits at 62.5 % of the 320 px plot starting at 300 px.
+    assert 'cx="500.0"' in page
+
+
+def test_old_or_partial_reports_render_without_failing() -> None:
+    for report in ({}, {"headline": {}}, {"headline": {"calibration": {}, "win_rates": [{}]}}):
+        assert "<header" in render_html(report, [])
+
+
+def test_a_b_sides_come_from_a_hash_of_the_pair() -> None:
+    pairs = [pair_doc(case=f"c{i}") for i in range(200)]
+    sides = [a_side(p) for p in pairs]
+    assert sides == [a_side(dict(p)) for p in pairs]  # stable
+    assert 70 < sides.count("baseline") < 130  # not always the same side
+    assert len({pair_id(p) for p in pairs}) == 200
+
+
+def test_the_embedded_mapping_and_fields_give_the_label_yaml() -> None:
+    pair = pair_doc(case='quote"d: case')
+    entry = embedded_data(render_html(report_doc(False), [pair]))["pairs"][0]
+    side = a_side(pair)
+    assert entry["prefer"] == {"A": side, "B": "candidate" if side == "baseline" else "baseline"}
+    assert entry["A"]["text"] == pair[f"{side}_text"]
+    line = "  - {" + label_fields(pair) + f", prefer: {entry['prefer']['B']}" + "}"
+    assert entry["fields"] == label_fields(pair)
+    assert yaml.safe_load(line) == [
+        {
+            "task": "triage",
+            "case": 'quote"d: case',
+            "baseline": "fake/alpha",
+            "candidate": "fake/beta",
+            "prefer": entry["prefer"]["B"],
+        }
+    ]
+    # The judge preferred the candidate in both orders: translated to A/B.
+    assert entry["judge"]["choice"] == ("A" if side == "candidate" else "B")
+    assert {p["winner"] for p in entry["judge"]["passes"]} == {entry["judge"]["choice"]}
+
+
+def test_label_next_orders_flips_contradictions_short_tasks_then_disagreements() -> None:
+    failed = [{"name": "contains", "passed": False, "message": "no 'refund'"}]
+    pairs = [
+        pair_doc("labelled-agrees", label="candidate"),
+        pair_doc("short-1"),
+        pair_doc("disagrees", label="baseline"),
+        pair_doc("contradiction", candidate_checks=failed),
+        pair_doc("flip", flip=True, category="tie", outcome="flip"),
+        pair_doc("excluded", excluded="parse_fail", category=None),
+        pair_doc("other-task", task="polite"),
+        pair_doc("short-2"),
+    ]
+    order = label_next(pairs, min_labels=3)
+    assert [(s.task, s.case) for s in order] == [
+        ("triage", "flip"),
+        ("triage", "contradiction"),
+        ("polite", "other-task"),  # no labels: its first pair before triage's next ones
+        ("triage", "short-1"),
+        ("triage", "short-2"),
+        ("triage", "disagrees"),
+    ]
+    assert order[0].kinds == (FLIP, FEW_LABELS)
+    assert order[1].kinds == (CHECK, FEW_LABELS)
+    assert "failed check 'contains'" in order[1].reasons[0]
+    assert order[-1].kinds == (DISAGREES,)
+    assert label_next(pairs, min_labels=2)[2].case == "other-task"
+    assert [s.case for s in label_next(pairs, min_labels=1)] == [
+        "flip",
+        "contradiction",
+        "other-task",
+        "disagrees",
+    ]
+
+
+# end to end --------------------------------------------------------------------------------
+@pytest.fixture
+def judged_run(pytester: pytest.Pytester) -> Path:
+    pytester.makefile(".eval.yaml", judged=JUDGED_SUITE.replace("min_labels: 3", "min_labels: 2"))
+    pytester.makeconftest(JUDGES_CONFTEST)
+    result = pytester.runpytest("--evalmine-fake")
+    assert result.ret == 0
+    return pytester.path
+
+
+def test_every_run_writes_report_html_that_rerenders_from_its_files(judged_run: Path) -> None:
+    run_dir = next((judged_run / "reports" / "small").glob("*/report.html")).parent
+    page = (run_dir / "report.html").read_text("utf-8")
+    assert page == render_run_dir(run_dir)
+    assert '<header id="verdict" class="verdict verdict-ok">' in page
+    pairs = [json.loads(line) for line in (run_dir / "pairs.jsonl").read_text().splitlines()]
+    answers = {
+        (a["task"], a["case"], a["model"]): a
+        for a in map(json.loads, (run_dir / "answers.jsonl").read_text().splitlines())
+    }
+    for pair in pairs:
+        assert pair["prompt"].startswith(("Classify: ", "Rewrite politely: "))
+        base = answers[(pair["task"], pair["case"], pair["baseline"])]
+        assert pair["baseline_text"] == base["text"] and pair["baseline_checks"] == base["checks"]
+    # Every label matched; the polite one names the models swapped, stored inverted.
+    assert {(p["case"], p["label"]) for p in pairs} == {
+        ("charged-twice", "candidate"),
+        ("login-loop", "baseline"),
+        ("refund-no", "candidate"),
+    }
+
+
+def test_label_next_is_listed_in_report_md_and_the_terminal(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".eval.yaml", judged=JUDGED_SUITE)
+    result = pytester.runpytest("--evalmine-fake")
+    out = result.stdout.str()
+    assert "-- Label next --" in out
+    report = latest_report(pytester.path)
+    markdown = next((pytester.path / "reports" / "small").glob("*/report.md")).read_text()
+    assert "## Label next" in markdown
+    pairs = report["headline"]["pairs"]["judged"]
+    section = markdown.split("## Label next")[1].split("\n## ")[0]
+    listed = [line for line in section.splitlines() if line[:2] == "- "]
+    assert 0 < len(listed) <= pairs
+    for line in listed:
+        assert re.match(r"- (triage|polite)/[a-z-]+ \(fake/beta\): ", line)
+        assert line in out
+
+
+def test_labels_for_models_not_in_the_run_say_which_models_would_match(
+    pytester: pytest.Pytester,
+) -> None:
+    suite = JUDGED_SUITE.replace(
+        "labels:\n",
+        "labels:\n  - {task: polite, case: refund-no, baseline: fake/alpha, "
+        "candidate: fake/gamma, prefer: tie}\n",
+    )
+    pytester.makefile(".eval.yaml", judged=suite)
+    result = pytester.runpytest("--evalmine-fake")
+    calibration = latest_report(pytester.path)["headline"]["calibration"]
+    assert calibration["unmatched_model_pairs"] == [
+        {"baseline": "fake/alpha", "candidate": "fake/gamma", "labels": 1}
+    ]
+    assert calibration["unmatched_labels"] == {"pair_not_in_run": 1}
+    result.stdout.fnmatch_lines(
+        [
+            "1 labels compare fake/alpha with fake/gamma, which this run did not compare; "
+            "--evalmine-models=fake/alpha,fake/gamma would match them"
+        ]
+    )
