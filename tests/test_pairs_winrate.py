@@ -173,6 +173,12 @@ def test_pair_to_dict_is_json_with_candidate_verdict_per_pass() -> None:
         "category",
         "flip",
         "outcome",
+        "prompt",
+        "baseline_text",
+        "candidate_text",
+        "baseline_checks",
+        "candidate_checks",
+        "label",
     }
     assert [p["candidate_verdict"] for p in data["passes"]] == ["win", "tie"]
     assert [p["order"] for p in data["passes"]] == [BASELINE_FIRST, CANDIDATE_FIRST]

@@ -226,6 +226,7 @@ def test_report_files(pytester: pytest.Pytester, small_suite: Path) -> None:
     run_dir = suite_dir / pointer["run_id"]
     assert sorted(p.name for p in run_dir.iterdir()) == [
         "answers.jsonl",
+        "report.html",
         "report.json",
         "report.md",
     ]
