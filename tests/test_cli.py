@@ -143,16 +143,19 @@ def test_runs_and_last(capsys: pytest.CaptureFixture[str], stored: Path) -> None
     assert code == 4 and err == f"evalmine: no run of suite 'nosuch' under {stored}/reports\n"
 
 
-def test_report_renders_the_same_markdown_again(
+def test_report_renders_the_same_markdown_and_page_again(
     capsys: pytest.CaptureFixture[str], stored: Path
 ) -> None:
     first = run_ids(stored)[0]
     markdown = stored / "reports" / "small" / first / "report.md"
-    original = markdown.read_text()
+    page = markdown.with_name("report.html")
+    original, original_page = markdown.read_text(), page.read_text()
     markdown.write_text("stale")
+    page.write_text("stale")
     code, out, _ = run(capsys, stored, "report", first)
-    assert (code, out) == (0, f"wrote {markdown}\n")
+    assert (code, out) == (0, f"wrote {markdown}\nwrote {page}\n")
     assert markdown.read_text() == original
+    assert page.read_text() == original_page
     # by folder, and by report.json
     assert run(capsys, stored, "report", f"reports/small/{first}")[0] == 0
     assert run(capsys, stored, "report", f"reports/small/{first}/report.json")[0] == 0

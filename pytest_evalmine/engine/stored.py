@@ -15,6 +15,7 @@ from ..judging.pairs import Pair
 from ..reports.compare import find_previous
 from ..reports.compare import load as load_report
 from ..reports.files import atomic_write, render_markdown
+from ..reports.html_page import render_run_dir
 from ..reports.summary import RunSummary, summarize
 from ..run.records import PASSED, AnswerRecord
 from ..suite.loader import load_suite
@@ -85,12 +86,15 @@ def find_run(reference: str, report_root: Path, base: Path) -> StoredRun:
 
 
 def rerender(run: StoredRun, rootdir: Path) -> list[Path]:
-    """Write report.md again from report.json, answers.jsonl and pairs.jsonl; returns the
-    files written. Calibration and win rates are recomputed from the stored verdicts (seeded,
-    so identical); the suite file supplies the labels and must still have the run's hash."""
+    """Write report.md and report.html again from report.json, answers.jsonl and pairs.jsonl;
+    returns the files written. Calibration and win rates are recomputed from the stored
+    verdicts (seeded, so identical); the suite file supplies the labels and must still have the
+    run's hash."""
     target = run.run_dir / "report.md"
     atomic_write(target, render_markdown(stored_summary(run, rootdir)))
-    return [target]
+    page = run.run_dir / "report.html"
+    atomic_write(page, render_run_dir(run.run_dir))
+    return [target, page]
 
 
 def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
