@@ -10,6 +10,10 @@ import pytest
 
 from .reports.html_fragments import item_extra_html, summary_html
 from .run.records import AnswerRecord
+from .stash import RECORD_ATTRIBUTE
+
+# pytest-html 4's text for a row without captured output or failure text.
+NO_LOG = "No log output captured."
 
 
 class HtmlHooks:
@@ -25,7 +29,16 @@ class HtmlHooks:
         prefix.extend(summary_html(self.config.stash.get(self.finished_key, [])))
 
 
-def add_item_extra(report: Any, record: AnswerRecord) -> None:
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_html_results_table_html(self, report: Any, data: list[str]) -> None:
+        """Called per result row: our items show their answer as an extra, so pytest-html's
+        placeholder box for an empty log says nothing; drop it (a real log stays)."""
+        if hasattr(report, RECORD_ATTRIBUTE) and data == [NO_LOG]:
+            data.clear()
+
+
+def add_item_extra(report: Any, record: AnswerRecord, prompt: str) -> None:
     from pytest_html import extras
 
-    report.extras = [*getattr(report, "extras", []), extras.html(item_extra_html(record))]
+    extra = extras.html(item_extra_html(record, prompt))
+    report.extras = [*getattr(report, "extras", []), extra]

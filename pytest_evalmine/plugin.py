@@ -20,13 +20,20 @@ import pytest
 
 from . import exitcodes
 from .options import SPEC_OPTIONS, add_options, check_values, resolve
-from .stash import EXIT_KEY, FINISHED_KEY, SUMMARY_KEY, eval_session, is_active, run_token
+from .stash import (
+    EXIT_KEY,
+    FINISHED_KEY,
+    RECORD_ATTRIBUTE,
+    SUMMARY_KEY,
+    eval_session,
+    is_active,
+    run_token,
+)
 
 if TYPE_CHECKING:
     from .adapters.registry import AdapterRegistry
     from .run.dispatch import Dispatcher, Outcome, Progress
 
-RECORD_ATTRIBUTE = "evalmine_record"
 SUITE_SUFFIXES = (".yaml", ".yml")
 # pytest's outcomes our exit codes may replace; interrupts and errors keep their own.
 TESTS_RAN = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
@@ -242,7 +249,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         if item.config.pluginmanager.hasplugin("html"):
             from .htmlhooks import add_item_extra
 
-            add_item_extra(report, record)
+            add_item_extra(report, record, item.spec.request().prompt)
     return report
 
 

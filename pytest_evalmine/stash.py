@@ -15,6 +15,8 @@ from .run.runtoken import new_run_token
 if TYPE_CHECKING:
     from .engine.session import EvalSession
 
+# The test-report attribute that carries an item's answer record (to the xdist controller too).
+RECORD_ATTRIBUTE = "evalmine_record"
 SESSION_KEY = pytest.StashKey["EvalSession"]()
 TOKEN_KEY = pytest.StashKey[str]()
 SUMMARY_KEY = pytest.StashKey[list]()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape as html_escape
+from html import unescape as html_unescape
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from .conftest import latest_report
 from .test_judge_run import JUDGED_SUITE, JUDGES_CONFTEST
 
 HOSTILE = '</script><script>alert("x")</script><b onmouseover="x()">&amp; bold</b>'
+IN_YAML = "</script><script>alert(1)</script><b onmouseover='x()'>&amp; bold</b>"
 DATA_SCRIPT = re.compile(
     r'<script type="application/json" id="evalmine-data">(.*?)</script>', re.DOTALL
 )
@@ -335,3 +338,37 @@ def test_labels_for_models_not_in_the_run_say_which_models_would_match(
             "--evalmine-models=fake/alpha,fake/gamma would match them"
         ]
     )
+
+
+def pytest_html_page(path: Path) -> tuple[str, dict[str, Any]]:
+    """pytest-html 4's summary markup and its per-test data (a JSON attribute)."""
+    page = path.read_text("utf-8")
+    blob = re.search(r'data-jsonblob="([^"]*)"', page)
+    assert blob is not None
+    summary = page.split('<div class="additional-summary prefix">', 1)[1].split("</div>\n", 1)[0]
+    return summary, json.loads(html_unescape(blob.group(1)))
+
+
+def test_pytest_html_gets_the_banner_first_wrapped_answers_with_prompts_and_no_empty_log(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".eval.yaml", judged=JUDGED_SUITE.replace("The login page loops", IN_YAML))
+    result = pytester.runpytest(
+        "--evalmine-fake", "--html=out.html", "--self-contained-html", "-p", "html"
+    )
+    assert result.ret == 0
+    summary, data = pytest_html_page(pytester.path / "out.html")
+    markup = re.sub(r"<style>.*?</style>", "", summary, flags=re.DOTALL).lstrip()
+    assert markup.startswith(
+        '<div class="evalmine-summary"><header class="verdict verdict-uncalibrated">'
+        "<strong>UNCALIBRATED"
+    )
+    rows = [row for runs in data["tests"].values() for row in runs]
+    assert len(rows) == 6
+    for row in rows:
+        assert row["log"] == ""  # no "No log output captured." box
+        extra = row["extras"][0]["content"]
+        assert extra.count('<pre style="white-space: pre-wrap; overflow-wrap: anywhere">') >= 2
+        assert "<p>prompt:</p>" in extra
+    hostile = next(r for r in rows if "login-loop" in r["testId"])["extras"][0]["content"]
+    assert IN_YAML not in hostile and html_escape(IN_YAML) in hostile

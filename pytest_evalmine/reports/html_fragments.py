@@ -9,16 +9,23 @@ import json
 from typing import Any
 
 from ..run.records import AnswerRecord
+from .html_page import verdict_banner, verdict_css
 from .sections import report_sections
 
 
+# pytest-html shows a pre as it is: prose answers must wrap instead of running off the page.
+WRAPPED = 'style="white-space: pre-wrap; overflow-wrap: anywhere"'
+
+
 def summary_html(finished: list[Any]) -> list[str]:
-    """One block per suite: the same first sections as the terminal, escaped."""
-    blocks = []
+    """One block per suite: the verdict banner of report.html, then the same first sections
+    as the terminal, escaped."""
+    blocks = [f"<style>{verdict_css()}</style>"] if finished else []
     for item in finished:
         summary = item.summary
         parts = [
-            f"<h3>evalmine: {html.escape(summary.suite_name)} ({html.escape(summary.run_id)})</h3>"
+            verdict_banner(summary.to_json(), element_id=None),
+            f"<h3>evalmine: {html.escape(summary.suite_name)} ({html.escape(summary.run_id)})</h3>",
         ]
         for section in report_sections(summary)[:2]:
             parts.append(f"<h4>{html.escape(section.title)}</h4>")
@@ -27,7 +34,7 @@ def summary_html(finished: list[Any]) -> list[str]:
     return blocks
 
 
-def item_extra_html(record: AnswerRecord) -> str:
+def item_extra_html(record: AnswerRecord, prompt: str) -> str:
     checks = "".join(
         f"<li>{html.escape(c['name'])}: {'passed' if c['passed'] else 'FAILED'}"
         f"{(' - ' + html.escape(c['message'])) if c.get('message') else ''}</li>"
@@ -35,7 +42,8 @@ def item_extra_html(record: AnswerRecord) -> str:
     )
     error = f"<p>error: {html.escape(record.error)}</p>" if record.error else ""
     parsed = (
-        f"<pre>{html.escape(json.dumps(record.parsed, indent=2, ensure_ascii=False))}</pre>"
+        f"<p>parsed JSON:</p><pre {WRAPPED}>"
+        f"{html.escape(json.dumps(record.parsed, indent=2, ensure_ascii=False))}</pre>"
         if record.parsed is not None
         else ""
     )
@@ -43,5 +51,6 @@ def item_extra_html(record: AnswerRecord) -> str:
         '<div class="evalmine-answer">'
         f"<p>{html.escape(record.model)}: {html.escape(record.outcome)}"
         f"{', cached' if record.cached else ''}</p>{error}<ul>{checks}</ul>"
-        f"<pre>{html.escape(record.text or '')}</pre>{parsed}</div>"
+        f"<p>prompt:</p><pre {WRAPPED}>{html.escape(prompt)}</pre>"
+        f"<p>answer:</p><pre {WRAPPED}>{html.escape(record.text or '')}</pre>{parsed}</div>"
     )

@@ -49,7 +49,7 @@ def render_html(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> str:
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title>",
-        f"<style>{_asset('page.css')}</style>",
+        f"<style>{verdict_css()}{_asset('page.css')}</style>",
         "</head><body>",
         verdict_banner(report),
         f"<h1>{_e(title)}</h1>",
@@ -75,11 +75,17 @@ def render_html(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def verdict_banner(report: dict[str, Any]) -> str:
+def verdict_css() -> str:
+    """The banner's style rules, for a page that embeds ``verdict_banner``."""
+    return _asset("verdict.css")
+
+
+def verdict_banner(report: dict[str, Any], element_id: str | None = "verdict") -> str:
     """The first thing on the page: may the win rate be quoted, and if not, why not."""
     headline = report.get("headline")
+    header = f'<header id="{element_id}" class="verdict' if element_id else '<header class="verdict'
     partial = (
-        '<div class="partial">PARTIAL RUN: the cost cap was reached; the numbers cover only '
+        '<div class="verdict-partial">PARTIAL RUN: the cost cap was reached; the numbers cover only '
         "what ran.</div>"
         if report.get("partial")
         else ""
@@ -87,7 +93,7 @@ def verdict_banner(report: dict[str, Any]) -> str:
     if not headline:
         note = report.get("judge_note") or "no judge verdicts in this run"
         return (
-            '<header id="verdict" class="verdict verdict-none"><strong>NO HEADLINE</strong>'
+            f'{header} verdict-none"><strong>NO HEADLINE</strong>'
             f"{_e(note)}{partial}</header>"
         )
     rates = headline.get("win_rates") or []
@@ -95,7 +101,7 @@ def verdict_banner(report: dict[str, Any]) -> str:
     if headline.get("headline_eligible"):
         cal = headline.get("calibration") or {}
         return (
-            '<header id="verdict" class="verdict verdict-ok"><strong>ELIGIBLE</strong>'
+            f'{header} verdict-ok"><strong>ELIGIBLE</strong>'
             f"the judge agrees with your labels (kappa {_num(cal.get('kappa'))} on "
             f"{_e(cal.get('n', 0))} labels)<ul>{lines}</ul>{partial}</header>"
         )
@@ -107,7 +113,7 @@ def verdict_banner(report: dict[str, Any]) -> str:
     if not reasons:
         reasons.append(str((headline.get("calibration") or {}).get("reason", "")))
     return (
-        '<header id="verdict" class="verdict verdict-uncalibrated">'
+        f'{header} verdict-uncalibrated">'
         f"<strong>UNCALIBRATED</strong>{_e('; '.join(reasons))}<ul>{lines}</ul>{partial}</header>"
     )
 
