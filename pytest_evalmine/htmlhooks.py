@@ -28,7 +28,6 @@ class HtmlHooks:
         """Called by pytest-html's late session finish, after our reports exist."""
         prefix.extend(summary_html(self.config.stash.get(self.finished_key, [])))
 
-
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_html(self, report: Any, data: list[str]) -> None:
         """Called per result row: our items show their answer as an extra, so pytest-html's

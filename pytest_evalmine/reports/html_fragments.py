@@ -12,7 +12,6 @@ from ..run.records import AnswerRecord
 from .html_page import verdict_banner, verdict_css
 from .sections import report_sections
 
-
 # pytest-html shows a pre as it is: prose answers must wrap instead of running off the page.
 WRAPPED = 'style="white-space: pre-wrap; overflow-wrap: anywhere"'
 

@@ -85,17 +85,14 @@ def verdict_banner(report: dict[str, Any], element_id: str | None = "verdict") -
     headline = report.get("headline")
     header = f'<header id="{element_id}" class="verdict' if element_id else '<header class="verdict'
     partial = (
-        '<div class="verdict-partial">PARTIAL RUN: the cost cap was reached; the numbers cover only '
-        "what ran.</div>"
+        '<div class="verdict-partial">PARTIAL RUN: the cost cap was reached; the numbers cover '
+        "only what ran.</div>"
         if report.get("partial")
         else ""
     )
     if not headline:
         note = report.get("judge_note") or "no judge verdicts in this run"
-        return (
-            f'{header} verdict-none"><strong>NO HEADLINE</strong>'
-            f"{_e(note)}{partial}</header>"
-        )
+        return f'{header} verdict-none"><strong>NO HEADLINE</strong>{_e(note)}{partial}</header>'
     rates = headline.get("win_rates") or []
     lines = "".join(f"<li>{_e(_rate_line(rate))}</li>" for rate in rates)
     if headline.get("headline_eligible"):
