@@ -12,6 +12,9 @@ from ..run.records import AnswerRecord
 from .html_page import verdict_banner, verdict_css
 from .sections import report_sections
 
+# pytest-html removes a row's log element when the log is empty (our items: the hook drops the
+# placeholder) but keeps its grey frame; hide the frame when nothing is left in it.
+HIDE_EMPTY_LOG = ".logwrapper:not(:has(.log)) { display: none; }"
 # pytest-html shows a pre as it is: prose answers must wrap instead of running off the page.
 WRAPPED = 'style="white-space: pre-wrap; overflow-wrap: anywhere"'
 
@@ -19,7 +22,7 @@ WRAPPED = 'style="white-space: pre-wrap; overflow-wrap: anywhere"'
 def summary_html(finished: list[Any]) -> list[str]:
     """One block per suite: the verdict banner of report.html, then the same first sections
     as the terminal, escaped."""
-    blocks = [f"<style>{verdict_css()}</style>"] if finished else []
+    blocks = [f"<style>{verdict_css()}{HIDE_EMPTY_LOG}</style>"] if finished else []
     for item in finished:
         summary = item.summary
         parts = [
