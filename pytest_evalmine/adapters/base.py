@@ -116,6 +116,8 @@ class Response:
     finish_reason: str = "stop"
     schema_mode: str | None = None
     provider_request_id: str | None = None
+    # False for an answer that must never be cached or replayed (the fake's injected faults).
+    cacheable: bool = True
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)

@@ -81,26 +81,41 @@ _OPENERS = (
 )
 
 
+ANSWERS, JUDGE = "answers", "judge"
+PHASES = (ANSWERS, JUDGE)
+
+
+def phase_of(request: Request) -> str:
+    """The judge's requests say so in their context; everything else asks for an answer."""
+    purpose = (request.context or {}).get("purpose")
+    return JUDGE if purpose == "judge" else ANSWERS
+
+
 @dataclass
 class Fault:
-    """Inject ``kind`` into matching requests, at most ``count`` times in this process."""
+    """Inject ``kind`` into matching requests of one phase (answers by default), at most
+    ``count`` times in that phase in this process."""
 
     kind: str
     model: str | None = None
     prompt_contains: str | None = None
     count: int = 1
+    phase: str = ANSWERS
     fired: int = 0
 
     def matches(self, request: Request) -> bool:
-        if self.fired >= self.count:
+        if self.fired >= self.count or phase_of(request) != self.phase:
             return False
+        if self.kind == "schema_violation" and request.schema is None:
+            return False  # nothing to violate: the fault waits for a request it can break
         if self.model is not None and request.model != self.model:
             return False
         return self.prompt_contains is None or self.prompt_contains in request.prompt
 
     @classmethod
     def parse(cls, spec: str) -> Fault:
-        """``KIND[,model=M][,prompt=TEXT][,count=N]``, as given to ``--evalmine-fake-fault``."""
+        """``KIND[,model=M][,prompt=TEXT][,count=N][,phase=answers|judge]``, as given to
+        ``--evalmine-fake-fault``."""
         kind, *pairs = [part.strip() for part in spec.split(",")]
         if kind not in FAULT_KINDS:
             raise ValueError(f"unknown fault {kind!r}; choose from {', '.join(FAULT_KINDS)}")
@@ -115,8 +130,12 @@ class Fault:
                 fault.prompt_contains = value
             elif name == "count":
                 fault.count = int(value)
+            elif name == "phase":
+                if value not in PHASES:
+                    raise ValueError(f"phase {value!r}: choose from {', '.join(PHASES)}")
+                fault.phase = value
             else:
-                raise ValueError(f"unknown fault option {name!r} (model, prompt, count)")
+                raise ValueError(f"unknown fault option {name!r} (model, prompt, count, phase)")
         return fault
 
 
@@ -178,6 +197,9 @@ class FakeAdapter:
             finish_reason=finish_reason,
             schema_mode=self.schema_mode(request),
             provider_request_id=f"fake-{digest[:16]}",
+            # An injected fault is not what this request answers: a later run without the
+            # fault must get the real answer, not a replay of the fault.
+            cacheable=fault is None,
         )
 
     def _answer(self, request: Request, fault: str | None) -> str:

@@ -429,6 +429,14 @@ class Dispatcher:
                     cost_if_uncached_usd=hit.cost_usd,
                     attempts=claim.attempts,
                 )
+            return Outcome(
+                item.key,
+                ERROR,
+                error="answered in another process but not cached (an injected fault), so "
+                "not shared",
+                error_kind="not_shared",
+                attempts=claim.attempts,
+            )
         return Outcome(
             item.key,
             claim.status,

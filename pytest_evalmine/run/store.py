@@ -152,12 +152,14 @@ class Store:
         cost_usd: float,
         reservation: int | None,
     ) -> None:
-        """Store the answer and settle its reservation in one transaction."""
+        """Store the answer (unless it is not ``cacheable``) and settle its reservation, in one
+        transaction."""
         with self._write(self.connection) as db:
-            db.execute(
-                "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
-                (key, provider, model, response.to_json(), cost_usd, time.time()),
-            )
+            if response.cacheable:
+                db.execute(
+                    "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
+                    (key, provider, model, response.to_json(), cost_usd, time.time()),
+                )
             if reservation is not None:
                 db.execute(
                     "UPDATE ledger SET state = 'spent', spent_usd = ? WHERE id = ?",
