@@ -172,6 +172,10 @@ def evalmine_answer(request: pytest.FixtureRequest, evalmine_answers: dict[str, 
     session = eval_session(request.config)
     record = session.record_for(item.spec, evalmine_answers[spec_id(item.spec)])
     item.stash[ITEM_RECORD_KEY] = record
+    from .reports.junit import item_properties
+
+    # On the item, so the report carries them (to the xdist controller too) into --junitxml.
+    item.user_properties.extend(item_properties(record))
     if record.outcome == "error":
         pytest.fail(f"provider error: {record.error}", pytrace=False)
     return ItemAnswer(record)
@@ -187,6 +191,12 @@ def evalmine(pytestconfig: pytest.Config, evalmine_dispatcher: Dispatcher) -> An
 
 
 ITEM_RECORD_KEY = pytest.StashKey[Any]()
+WATCHER_KEY = pytest.StashKey[Any]()  # the xdist controller's CallWatcher
+
+
+# Seconds between progress lines: a terminal line rewrites itself; a CI log gets a new line
+# every few seconds, so a long dispatch never looks like a hang.
+PROGRESS_EVERY_S = {True: 0.1, False: 5.0}
 
 
 def _progress_printer(config: pytest.Config, what: str, *, inside_item: bool = True) -> Any:
@@ -196,13 +206,14 @@ def _progress_printer(config: pytest.Config, what: str, *, inside_item: bool = T
     capture = config.pluginmanager.get_plugin("capturemanager")
     if reporter is None or capture is None or hasattr(config, "workerinput"):
         return None
-    last = [0.0]
+    last = [time.monotonic()]
     path_prefix: list[Any] = []
 
     def show(progress: Progress) -> None:
         finished = progress.done == progress.total
         now = time.monotonic()
-        if not finished and (now - last[0] < 0.1 or not reporter.isatty()):
+        every = PROGRESS_EVERY_S[reporter.isatty()]
+        if not finished and now - last[0] < every:
             return
         last[0] = now
         if not path_prefix:
@@ -218,13 +229,12 @@ def _progress_printer(config: pytest.Config, what: str, *, inside_item: bool = T
         with capture.global_and_fixture_disabled():
             if reporter.isatty():
                 reporter.rewrite(line, erase=True)
-            if finished:
-                if reporter.isatty():
+                if finished:
                     reporter.ensure_newline()
-                else:
-                    reporter.write_line(line)
-                if inside_item:
-                    _restore_path_prefix(reporter, path_prefix[0])
+            else:
+                reporter.write_line(line)
+            if finished and inside_item:
+                _restore_path_prefix(reporter, path_prefix[0])
 
     return show
 
@@ -269,12 +279,15 @@ class Reporter:
 
         eval_session(self.config).add_record(AnswerRecord.from_dict(data))
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Called after the last item, on workers and controller: judges and writes the
-        reports once (on the controller or the only process) and sets our exit codes."""
+        reports once (on the controller or the only process) and sets our exit codes. First
+        of the session finishes, so that --junitxml writes its file with our properties."""
         config = self.config
         if not is_active(config) or hasattr(config, "workerinput"):
             return
+        _stop_watching(config)
         from .engine.finish import exit_code, finish_run
         from .engine.session import relative_to
 
@@ -306,6 +319,7 @@ class Reporter:
             lines += terminal_lines(item.summary, report_md, _terminal_width())
         config.stash[SUMMARY_KEY] = lines
         config.stash[FINISHED_KEY] = finished
+        _record_suite_properties(config, finished)
         code = exit_code(finished)
         if code is not None and session.exitstatus in TESTS_RAN:
             session.exitstatus = code
@@ -344,6 +358,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """The very last output of a run, after pytest's closing line ("56 passed") and after the
     message of a run stopped by ``pytest.exit``: our exit code, why, and whether a win rate is
     a headline, so a run never ends on a green "passed" over an exit 12."""
+    _stop_watching(config)  # a run that ended before session finish
     code = config.stash.get(EXIT_KEY, None)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if code is None or reporter is None:
@@ -353,6 +368,55 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     finished = config.stash.get(FINISHED_KEY, [])
     line = verdict_line([f.summary for f in finished], code)
     reporter.write_line(line.text, **MARKUP.get(line.style, {}))
+
+
+def _watch_workers(config: pytest.Config) -> None:
+    """Workers' output never reaches the terminal: the controller reports their calls from
+    the cache database, every few seconds, until session finish."""
+    from .run.watch import CallWatcher
+
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        return
+    evalsession = eval_session(config)
+    watcher = CallWatcher(
+        evalsession.store.path,
+        evalsession.run_token,
+        write=reporter.write_line,
+        every_s=PROGRESS_EVERY_S[False],
+    )
+    config.stash[WATCHER_KEY] = watcher
+    watcher.start()
+
+
+def _stop_watching(config: pytest.Config) -> None:
+    """The watcher's final line, on a line of its own after the items' progress."""
+    watcher = config.stash.get(WATCHER_KEY, None)
+    if watcher is None:
+        return
+    del config.stash[WATCHER_KEY]
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("")
+    watcher.stop()
+
+
+def _record_suite_properties(config: pytest.Config, finished: list[Any]) -> None:
+    """Calibration and win rates as properties of --junitxml's test suite. pytest offers this
+    only as a fixture (``record_testsuite_property``), which session finish cannot request:
+    its object is reached through the same stash key the fixture reads."""
+    if not config.getoption("xmlpath", None):
+        return
+    from _pytest.junitxml import xml_key
+
+    from .reports.junit import suite_properties
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    for item in finished:
+        for name, value in suite_properties(item.summary):
+            xml.add_global_property(name, value)
 
 
 def _ran_to_completion(session: pytest.Session) -> bool:
@@ -394,6 +458,8 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
             ]
         if specs:
             evalsession.preflight(evalsession.dispatcher(evalsession.default_registry()), specs)
+            if evalsession.estimate is not None and evalsession.estimate.uncached:
+                _watch_workers(config)
     except RefusedError as exc:
         pytest.exit(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError:

@@ -115,6 +115,14 @@ class Store:
             raise
         connection.execute("COMMIT")
 
+    def finished_calls(self, run_token: str) -> int:
+        """Calls of the run that ended (answered or failed for good), across processes."""
+        row = self.connection.execute(
+            "SELECT COUNT(*) FROM claims WHERE run_token = ? AND status != 'running'",
+            (run_token,),
+        ).fetchone()
+        return int(row[0])
+
     # what adapters learnt from their servers (model listings, digests) ------------------
     def adapter_state(self, adapter: str) -> dict | None:
         row = self.connection.execute(
