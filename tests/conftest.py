@@ -8,7 +8,13 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import numpy  # noqa: F401
 import pytest
+import scipy.stats  # noqa: F401
+
+# The statistics import numpy and scipy when first needed. pytester's in-process runs unload
+# every module imported during the run, and numpy refuses to load twice in one process, so
+# the test process loads them once, up front (a real pytest run imports them once anyway).
 
 SMALL_SUITE = """\
 version: 1

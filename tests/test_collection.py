@@ -138,7 +138,7 @@ def test_plain_test_runs_are_untouched(pytester: pytest.Pytester) -> None:
 def test_plugin_import_is_light() -> None:
     code = (
         "import sys, pytest_evalmine.plugin\n"
-        "heavy = [m for m in ('httpx', 'jsonschema', 'scipy', 'mcp', 'yaml', 'sqlite3')"
+        "heavy = [m for m in ('httpx', 'jsonschema', 'numpy', 'scipy', 'mcp', 'yaml', 'sqlite3')"
         " if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )

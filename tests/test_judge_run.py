@@ -17,7 +17,7 @@ JUDGED_SUITE = (
         """judge:
   model: fake/judge
   rubric: Prefer the answer a customer would find most helpful.
-  calibration: {min_kappa: 0.4, min_labels: 3, on_below_floor: flag}
+  calibration: {min_kappa: 0.4, min_labels: 3, min_pairs: 3, on_below_floor: flag}
 tasks:""",
     )
     + """labels:
@@ -153,7 +153,13 @@ def test_a_judge_that_agrees_with_every_label_is_headline_eligible(
     assert calibration["confusion"]["matrix"] == [[1, 0, 0], [0, 0, 0], [0, 0, 2]]
     assert report["headline_eligible"] is True
     assert report["win_rates"][0]["flag"] is None
-    assert "UNCALIBRATED" not in result.stdout.str()
+    out = result.stdout.str()
+    assert "UNCALIBRATED" not in out.split("-- Win rates")[1].split("-- Scorecard")[0]
+    # The per-task rows hold 2 and 1 pairs, under min_pairs 3: shown, never a headline.
+    assert [r["ineligible_reasons"] for r in report["win_rates_per_task"]] == [
+        ["only 2 judged pairs; a headline needs at least 3"],
+        ["only 1 judged pairs; a headline needs at least 3"],
+    ]
     # polite: the label prefers fake/beta as "baseline" of a swapped pair -> candidate fake/beta
     # wins there; triage: one win, one loss.
     assert report["win_rates"][0]["win_rate"] == pytest.approx(2 / 3)
@@ -170,7 +176,11 @@ def test_a_judge_preferring_slot_one_is_refused_despite_perfect_looking_labels(
     rate = report["win_rates"][0]
     assert rate["flip_rate"] == 1.0 and rate["outcomes"]["flip"] == 3
     assert any("presentation order" in reason for reason in rate["ineligible_reasons"])
-    assert report["position_bias"] == {"decisive_passes": 6, "slot_1_wins": 6, "slot_1_share": 1.0}
+    bias = report["position_bias"]
+    assert (bias["decisive_passes"], bias["slot_1_wins"], bias["slot_1_share"]) == (6, 6, 1.0)
+    # 6 of 6: Wilson [61%, 100%] excludes 1/2, so the position bias is flagged too.
+    assert bias["flagged"] is True
+    assert any(r.startswith("position bias: ") for r in rate["ineligible_reasons"])
 
 
 def test_excluded_pairs_never_reach_the_judge(pytester: pytest.Pytester, scripted: Path) -> None:

@@ -69,12 +69,16 @@ def record(
     )
 
 
+def each(cal: Calibration) -> dict[str, Calibration]:
+    """The same calibration for every candidate of these tests."""
+    return {CAND: cal, OTHER: cal}
+
+
 def calibration(status: str = OK, value: float = 0.8) -> Calibration:
     return Calibration(
         status=status,
         kappa=Kappa(20, ((5, 0, 1), (0, 5, 0), (1, 0, 8)), 0.9, 0.35, value),
         interval=Interval(value - 0.1, min(1.0, value + 0.1)),
-        interval_undefined_resamples=0,
         min_kappa=0.4,
         min_labels=10,
         gate_on="point",
@@ -315,11 +319,13 @@ def reference_interval(scores: list[float], seed_text: str, candidate: str, task
         ],
         16,
     )
-    rng = random.Random(seed)
-    means = []
-    for _ in range(2000):
-        sample = rng.choices(scores, k=len(scores))
-        means.append(sum(sample) / len(sample))
+    # The documented draw, written out: one stratum whose distinct scores (ascending) get
+    # Dirichlet parameters equal to their counts, then half a pseudo-pair at 0 and at 1.
+    values = sorted(set(scores))
+    alpha = [scores.count(v) for v in values] + [0.5, 0.5]
+    gammas = np.random.default_rng(seed).standard_gamma(alpha, size=(10_000, len(alpha)))
+    weights = gammas / gammas.sum(axis=1, keepdims=True)
+    means = weights @ np.array([*values, 0.0, 1.0])
     return np.quantile(means, [0.025, 0.975], method="linear")
 
 
@@ -345,7 +351,9 @@ def test_win_rate_by_hand() -> None:
 
     other = win_rate(hand_pairs(), OTHER, None, "suitehash")
     assert (other.n, other.win_rate, other.flip_rate) == (1, 0.0, 0.0)
-    assert other.interval == Interval(0.0, 0.0)
+    # One loss: the interval starts at 0 but is not the point [0, 0].
+    assert other.interval is not None
+    assert other.interval.low == pytest.approx(0.0, abs=1e-3) and other.interval.high > 0.5
 
 
 def test_win_rate_per_task_and_with_no_judged_pairs() -> None:
@@ -390,7 +398,10 @@ def test_position_bias_by_hand() -> None:
     # decisive passes: 2 + 1 + 0 + 1 = 4; slot 1 won 2 of them -> 1/2
     assert (bias.decisive_passes, bias.slot_1_wins) == (4, 2)
     assert bias.slot_1_share == pytest.approx(0.5)
-    assert bias.to_dict() == {"decisive_passes": 4, "slot_1_wins": 2, "slot_1_share": 0.5}
+    data = bias.to_dict()
+    assert data["decisive_passes"] == 4 and data["slot_1_wins"] == 2
+    assert data["slot_1_share"] == 0.5 and data["flagged"] is False
+    assert data["interval"]["low"] < 0.5 < data["interval"]["high"]
     ties = position_bias([pair("tie", "tie")])
     assert (ties.decisive_passes, ties.slot_1_share) == (0, None)
 
@@ -409,7 +420,7 @@ def flips_pairs(total: int, flips: int, candidate: str = CAND) -> list[Pair]:
 
 def test_flip_rate_at_the_limit_is_eligible() -> None:
     pairs = flips_pairs(10, 3)  # 3 / 10 = 0.30, "at most 0.30"
-    overall, per_task = win_rates(pairs, [CAND], calibration(), "h")
+    overall, per_task = win_rates(pairs, [CAND], each(calibration()), "h")
     assert overall[0].flip_rate == pytest.approx(0.30)
     assert overall[0].headline_eligible
     assert overall[0].ineligible_reasons == []
@@ -419,17 +430,18 @@ def test_flip_rate_at_the_limit_is_eligible() -> None:
 
 def test_flip_rate_above_the_limit_is_not_eligible() -> None:
     pairs = flips_pairs(100, 31) + flips_pairs(10, 0, candidate=OTHER)  # 31 / 100 = 0.31
-    overall, per_task = win_rates(pairs, [CAND, OTHER], calibration(), "h")
+    overall, per_task = win_rates(pairs, [CAND, OTHER], each(calibration()), "h")
     cand, other = overall
     assert cand.flip_rate == pytest.approx(0.31)
     assert not cand.headline_eligible
-    assert len(cand.ineligible_reasons) == 1
     assert "0.31" in cand.ineligible_reasons[0]
     assert "presentation order" in cand.ineligible_reasons[0]
+    # Flips here all land in slot 1: 62 + 69 of 200 decisive passes, Wilson [59%, 72%].
+    assert cand.ineligible_reasons[1].startswith("position bias: slot 1 won 65.5%")
+    assert len(cand.ineligible_reasons) == 2
     data = cand.to_dict()
     assert data["flag"] == "UNCALIBRATED" and data["headline_eligible"] is False
-    # The candidate's per-task rates carry its overall flip-rate verdict; the other candidate
-    # is unaffected.
+    # The other candidate is unaffected.
     assert [r.headline_eligible for r in per_task if r.candidate == CAND] == [False]
     assert other.headline_eligible
     assert [r.headline_eligible for r in per_task if r.candidate == OTHER] == [True]
@@ -439,7 +451,7 @@ def test_flip_rate_above_the_limit_is_not_eligible() -> None:
 def test_failing_calibration_makes_every_rate_ineligible(status: str) -> None:
     cal = calibration(status, value=0.1)
     pairs = flips_pairs(10, 0) + flips_pairs(4, 0, candidate=OTHER)
-    overall, per_task = win_rates(pairs, [CAND, OTHER], cal, "h")
+    overall, per_task = win_rates(pairs, [CAND, OTHER], each(cal), "h")
     for rate in overall + per_task:
         assert not rate.headline_eligible
         assert rate.ineligible_reasons[0].startswith(f"{status}: ")
@@ -449,7 +461,7 @@ def test_failing_calibration_makes_every_rate_ineligible(status: str) -> None:
 
 def test_a_candidate_without_judged_pairs_is_not_eligible() -> None:
     pairs = [pair(WIN_BF, WIN_CF, excluded="provider_error")]
-    (rate,), per_task = win_rates(pairs, [CAND], calibration(), "h")
+    (rate,), per_task = win_rates(pairs, [CAND], each(calibration()), "h")
     assert rate.n == 0 and rate.win_rate is None
     assert not rate.headline_eligible
     assert rate.ineligible_reasons == ["no judged pairs"]
@@ -465,7 +477,7 @@ def test_per_task_rates_are_listed_worst_first_with_no_pairs_last() -> None:
         pair(LOSS_BF, LOSS_CF, task="alpha", case="1", candidate=OTHER),  # OTHER alpha: 0.0
         pair("tie", WIN_CF, task="beta", case="1", candidate=OTHER),  # OTHER beta: 0.75
     ]
-    _, per_task = win_rates(pairs, [CAND, OTHER], calibration(), "h")
+    _, per_task = win_rates(pairs, [CAND, OTHER], each(calibration()), "h")
     assert [(r.candidate, r.task, r.win_rate) for r in per_task] == [
         (OTHER, "alpha", 0.0),
         (CAND, "beta", 0.25),

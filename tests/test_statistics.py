@@ -1,6 +1,6 @@
-"""statistics.py: Cohen's kappa, Landis-Koch bands, type-7 percentiles and the percentile
-bootstrap, checked against arithmetic done by hand and against independent implementations
-(scikit-learn for kappa, numpy for quantiles, a re-implementation of the documented bootstrap)."""
+"""stats/estimators.py: Cohen's kappa, Landis-Koch bands, type-7 percentiles and seeds,
+checked against arithmetic done by hand and against independent implementations (scikit-learn
+for kappa, numpy for quantiles). The resampling intervals: test_intervals.py."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import hashlib
 import math
 import random
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -17,15 +17,12 @@ from sklearn.metrics import cohen_kappa_score
 from sklearn.metrics import confusion_matrix as sk_confusion_matrix
 
 from pytest_evalmine.stats.estimators import (
-    BOOTSTRAP_RESAMPLES,
     CATEGORIES,
-    Interval,
     cohen_kappa,
     confusion_matrix,
     landis_koch_band,
     mean,
     percentile,
-    percentile_bootstrap,
     seed_from,
 )
 
@@ -50,33 +47,6 @@ def exact_kappa(matrix: Sequence[Sequence[int]]) -> Fraction:
     cols = [sum(matrix[r][i] for r in range(size)) for i in range(size)]
     p_e = Fraction(sum(rows[i] * cols[i] for i in range(size)), n * n)
     return (p_o - p_e) / (1 - p_e)
-
-
-def reference_bootstrap(
-    items: Sequence[float],
-    statistic: Callable[[list[float]], float | None],
-    seed: int,
-    resamples: int = 2000,
-    confidence: float = 0.95,
-) -> tuple[tuple[float, float] | None, int]:
-    """The documented procedure, written independently: random.Random(seed), each resample
-    one ``rng.choices(items, k=len(items))`` draw, statistic per resample (None skipped and
-    counted), numpy's default (type 7, "linear") quantiles of what is left."""
-    rng = random.Random(seed)
-    values: list[float] = []
-    skipped = 0
-    for _ in range(resamples):
-        sample = rng.choices(items, k=len(items))
-        value = statistic(sample)
-        if value is None:
-            skipped += 1
-        else:
-            values.append(value)
-    if not values:
-        return None, skipped
-    tail = (1 - confidence) / 2
-    low, high = np.quantile(np.array(values), [tail, 1 - tail], method="linear")
-    return (float(low), float(high)), skipped
 
 
 # --- Cohen's kappa by hand -------------------------------------------------------------------
@@ -257,7 +227,7 @@ def test_band_of_a_kappa_exactly_on_a_boundary(
     assert kappa.band == band, f"kappa {exact} computed as {kappa.value!r}"
 
 
-# --- percentiles and the bootstrap ---------------------------------------------------------
+# --- percentiles, means, seeds -------------------------------------------------------------
 
 
 def test_percentile_type_7_by_hand() -> None:
@@ -280,84 +250,6 @@ def test_percentile_type_7_by_hand() -> None:
 def test_mean() -> None:
     assert mean([1.0, 0.5, 0.0, 0.75]) == pytest.approx(2.25 / 4)
     assert mean([]) is None
-
-
-def test_bootstrap_same_seed_same_interval_different_seed_different() -> None:
-    rng = random.Random(11)
-    items = [rng.random() for _ in range(30)]
-    first, skipped = percentile_bootstrap(items, mean, seed=42)
-    again, _ = percentile_bootstrap(items, mean, seed=42)
-    other, _ = percentile_bootstrap(items, mean, seed=43)
-    assert skipped == 0
-    assert first == again
-    assert first is not None and other is not None
-    assert first != other
-
-
-def test_bootstrap_interval_contains_the_full_sample_statistic_in_a_symmetric_case() -> None:
-    items = [float(x) for x in range(21)]  # symmetric around its mean 10
-    interval, skipped = percentile_bootstrap(items, mean, seed=7)
-    assert skipped == 0
-    assert interval is not None
-    assert interval.low < 10.0 < interval.high
-    # Symmetric data: the interval sits roughly symmetrically around the mean (se ~ 1.35).
-    assert 10.0 - interval.low == pytest.approx(interval.high - 10.0, abs=1.0)
-    assert interval.to_dict() == {"low": interval.low, "high": interval.high}
-
-
-def test_bootstrap_matches_an_independent_implementation() -> None:
-    rng = random.Random(5)
-    items = [rng.choice([0.0, 0.25, 0.5, 0.75, 1.0]) for _ in range(17)]
-    seed = seed_from("some-suite-hash", "win_rate", "fake/beta", "")
-    interval, skipped = percentile_bootstrap(items, mean, seed=seed)
-    expected, expected_skipped = reference_bootstrap(items, mean, seed)
-    assert interval is not None and expected is not None
-    assert skipped == expected_skipped == 0
-    assert (interval.low, interval.high) == pytest.approx(expected, rel=1e-12)
-    assert BOOTSTRAP_RESAMPLES == 2000
-
-
-def test_bootstrap_counts_undefined_resamples() -> None:
-    items = [0.0, 1.0]
-
-    def spread(sample: Sequence[float]) -> float | None:
-        # Undefined when the resample holds one distinct value: probability 1/2 per resample.
-        return None if len(set(sample)) == 1 else 0.5
-
-    interval, skipped = percentile_bootstrap(items, spread, seed=9)
-    _, expected_skipped = reference_bootstrap(items, spread, 9)
-    assert skipped == expected_skipped
-    assert 900 < skipped < 1100  # Binomial(2000, 1/2): mean 1000, sd ~22
-    assert interval == Interval(0.5, 0.5)
-
-
-def test_bootstrap_where_every_resample_is_undefined() -> None:
-    interval, skipped = percentile_bootstrap([1.0, 2.0], lambda sample: None, seed=1, resamples=10)
-    assert interval is None
-    assert skipped == 10
-
-
-def test_bootstrap_of_nothing_is_none_without_calling_the_statistic() -> None:
-    calls: list[object] = []
-
-    def statistic(sample: Sequence[float]) -> float | None:
-        calls.append(sample)
-        return 0.0
-
-    assert percentile_bootstrap([], statistic, seed=1) == (None, 0)
-    assert calls == []
-
-
-def test_bootstrap_confidence_and_resamples_are_honoured() -> None:
-    rng = random.Random(2)
-    items = [rng.gauss(0, 1) for _ in range(25)]
-    interval, _ = percentile_bootstrap(items, mean, seed=3, resamples=300, confidence=0.5)
-    expected, _ = reference_bootstrap(items, mean, 3, resamples=300, confidence=0.5)
-    assert interval is not None and expected is not None
-    assert (interval.low, interval.high) == pytest.approx(expected, rel=1e-12)
-    wide, _ = percentile_bootstrap(items, mean, seed=3, resamples=300, confidence=0.99)
-    assert wide is not None
-    assert wide.low < interval.low and wide.high > interval.high
 
 
 def test_seed_from_is_stable() -> None:

@@ -8,7 +8,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..stats.estimators import Interval, Kappa, cohen_kappa, percentile_bootstrap, seed_from
+from ..stats.estimators import Interval, Kappa, cohen_kappa, seed_from
+from ..stats.proportions import Proportion
+from ..stats.resample import kappa_interval
 from ..suite.loader import Label
 from .pairs import Pair
 
@@ -38,11 +40,26 @@ class Rating:
 class TaskKappa:
     task: str
     n: int
-    agreement: float | None
+    agreed: int
     kappa: float | None  # suppressed (None) below PER_TASK_MIN_LABELS
 
+    @property
+    def agreement(self) -> Proportion:
+        return Proportion(self.agreed, self.n)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"task": self.task, "n": self.n, "agreement": self.agreement, "kappa": self.kappa}
+        return {
+            "task": self.task,
+            "n": self.n,
+            "agreement": self.agreement.value,
+            "agreement_interval": _interval_dict(self.agreement),
+            "kappa": self.kappa,
+        }
+
+
+def _interval_dict(rate: Proportion) -> dict[str, float] | None:
+    interval = rate.interval
+    return interval.to_dict() if interval else None
 
 
 @dataclass
@@ -50,7 +67,6 @@ class Calibration:
     status: str
     kappa: Kappa
     interval: Interval | None
-    interval_undefined_resamples: int
     min_kappa: float
     min_labels: int
     gate_on: str
@@ -83,6 +99,11 @@ class Calibration:
     def interval_low(self) -> float | None:
         return self.interval.low if self.interval else None
 
+    @property
+    def agreement(self) -> Proportion:
+        """Raw agreement: labels where the judge's category equals the human's."""
+        return Proportion(sum(r.human == r.judge for r in self.ratings), len(self.ratings))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "status": self.status,
@@ -94,9 +115,9 @@ class Calibration:
             "unmatched_model_pairs": self.unmatched_model_pairs,
             "kappa": self.kappa.value,
             "kappa_interval": self.interval.to_dict() if self.interval else None,
-            "kappa_interval_undefined_resamples": self.interval_undefined_resamples,
             "band": self.kappa.band,
             "observed_agreement": self.kappa.observed_agreement,
+            "observed_agreement_interval": _interval_dict(self.agreement),
             "chance_agreement": self.kappa.chance_agreement,
             "confusion": {
                 "rows": "human",
@@ -164,18 +185,17 @@ def calibrate(
     gate_on: str,
     seed_text: str,
 ) -> Calibration:
+    """Kappa of the judge against the labels that match ``pairs``, its interval and the gate.
+    ``seed_text`` is the suite hash, plus the candidate when calibrating one candidate."""
     ratings, inverted, unmatched = match_labels(labels, pairs)
     kappa = cohen_kappa([(r.human, r.judge) for r in ratings])
-    interval, undefined = percentile_bootstrap(
-        ratings,
-        lambda sample: cohen_kappa([(r.human, r.judge) for r in sample]).value,
-        seed=seed_from(seed_text, "kappa"),
+    interval = kappa_interval(
+        [(r.human, r.judge) for r in ratings], seed=seed_from(seed_text, "kappa")
     )
     result = Calibration(
         status=OK,
         kappa=kappa,
         interval=interval,
-        interval_undefined_resamples=undefined,
         min_kappa=min_kappa,
         min_labels=min_labels,
         gate_on=gate_on,
@@ -198,6 +218,35 @@ def calibrate(
     return result
 
 
+def calibrate_per_candidate(
+    labels: Sequence[Label],
+    pairs: Sequence[Pair],
+    candidates: Sequence[str],
+    pooled: Calibration,
+    *,
+    seed_text: str,
+) -> dict[str, Calibration]:
+    """One calibration per candidate, from the labels of its own pairs only (a label whose
+    two models are the baseline and that candidate, in either order), with the pooled
+    calibration's floors. A judge calibrated on one candidate's labels says nothing about its
+    verdicts on another's answers. With one candidate the pooled calibration is its own."""
+    if len(candidates) == 1:
+        return {candidates[0]: pooled}
+    result = {}
+    for candidate in candidates:
+        mine = [p for p in pairs if p.candidate == candidate]
+        models = {mine[0].baseline, candidate} if mine else {candidate}
+        result[candidate] = calibrate(
+            [label for label in labels if {label.baseline, label.candidate} == models],
+            mine,
+            min_kappa=pooled.min_kappa,
+            min_labels=pooled.min_labels,
+            gate_on=pooled.gate_on,
+            seed_text=f"{seed_text}\x1f{candidate}",
+        )
+    return result
+
+
 def _per_task(ratings: Sequence[Rating]) -> list[TaskKappa]:
     rows = []
     for task in sorted({r.task for r in ratings}):
@@ -207,7 +256,7 @@ def _per_task(ratings: Sequence[Rating]) -> list[TaskKappa]:
             TaskKappa(
                 task=task,
                 n=len(mine),
-                agreement=kappa.observed_agreement,
+                agreed=sum(human == judge for human, judge in mine),
                 kappa=kappa.value if len(mine) >= PER_TASK_MIN_LABELS else None,
             )
         )

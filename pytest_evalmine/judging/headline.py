@@ -11,7 +11,7 @@ from typing import Any
 from ..run.dispatch import Dispatcher
 from ..run.records import AnswerRecord
 from ..suite.loader import Suite
-from .calibration import Calibration, calibrate
+from .calibration import Calibration, calibrate, calibrate_per_candidate
 from .judge import JudgeRecord, judge_pairs, judge_record, task_prompt
 from .pairs import Pair, plan_pairs
 from .winrate import PositionBias, WinRate, exclusions, position_bias, win_rates
@@ -23,7 +23,8 @@ DAGGER = "\u2020"
 class Headline:
     judge: JudgeRecord
     pairs: list[Pair]
-    calibration: Calibration
+    calibration: Calibration  # pooled over every candidate: what the report's section shows
+    calibrations: dict[str, Calibration]  # per candidate: what gates its win rates
     overall: list[WinRate]
     per_task: list[WinRate]
     bias: PositionBias
@@ -58,9 +59,19 @@ class Headline:
             "judge": self.judge.to_dict(),
             "headline_eligible": self.headline_eligible,
             "calibration": self.calibration.to_dict(),
+            "calibration_per_candidate": {
+                candidate: calibration.to_dict()
+                for candidate, calibration in self.calibrations.items()
+            },
             "win_rates": [rate.to_dict() for rate in self.overall],
             "win_rates_per_task": [rate.to_dict() for rate in self.per_task],
             "position_bias": self.bias.to_dict(),
+            "position_bias_per_candidate": {
+                rate.candidate: position_bias(
+                    [p for p in self.pairs if p.candidate == rate.candidate]
+                ).to_dict()
+                for rate in self.overall
+            },
             "exclusions": self.excluded,
             "pairs": {
                 "total": len(self.pairs),
@@ -113,11 +124,18 @@ def headline_from_pairs(
         gate_on=gate_on,
         seed_text=suite.hash,
     )
-    overall, per_task = win_rates(pairs, list(models[1:]), calibration, suite.hash)
+    candidates = list(models[1:])
+    calibrations = calibrate_per_candidate(
+        suite.labels, pairs, candidates, calibration, seed_text=suite.hash
+    )
+    overall, per_task = win_rates(
+        pairs, candidates, calibrations, suite.hash, min_pairs=suite.judge.min_pairs
+    )
     return Headline(
         judge=judge_record(suite, judge_model),
         pairs=pairs,
         calibration=calibration,
+        calibrations=calibrations,
         overall=overall,
         per_task=per_task,
         bias=position_bias(pairs),

@@ -1,15 +1,59 @@
-"""Win rates, flip rate and the judge's position bias (spec: "Win rate")."""
+"""Win rates, flip rate and the judge's position bias, each gated for the headline
+(spec: "Win rate")."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..stats.estimators import Interval, mean, percentile_bootstrap, seed_from
+from ..stats.estimators import Interval, mean, seed_from
+from ..stats.proportions import Proportion
+from ..stats.resample import Cluster, mean_interval
+from ..suite.loader import DEFAULT_MIN_PAIRS
 from .calibration import MAX_FLIP_RATE, Calibration
 from .pairs import Pair
+
+
+@dataclass(frozen=True)
+class PositionBias:
+    """How often the winner sat in slot 1, over passes with a decisive winner. Judging both
+    orders cancels it out of the score, but a judge that favours a slot is reading the
+    order, not the answers: significantly away from 1/2 (the Wilson interval excludes it)
+    is flagged."""
+
+    decisive_passes: int
+    slot_1_wins: int
+
+    @property
+    def share(self) -> Proportion:
+        return Proportion(self.slot_1_wins, self.decisive_passes)
+
+    @property
+    def slot_1_share(self) -> float | None:
+        return self.share.value
+
+    @property
+    def flagged(self) -> bool:
+        interval = self.share.interval
+        return interval is not None and not interval.low <= 0.5 <= interval.high
+
+    def describe(self) -> str:
+        interval = self.share.interval
+        shown = f" [{100 * interval.low:.1f}%, {100 * interval.high:.1f}%]" if interval else ""
+        share = "-" if self.slot_1_share is None else f"{100 * self.slot_1_share:.1f}%"
+        return f"slot 1 won {share}{shown} of {self.decisive_passes} decisive passes"
+
+    def to_dict(self) -> dict[str, Any]:
+        interval = self.share.interval
+        return {
+            "decisive_passes": self.decisive_passes,
+            "slot_1_wins": self.slot_1_wins,
+            "slot_1_share": self.slot_1_share,
+            "interval": interval.to_dict() if interval else None,
+            "flagged": self.flagged,
+        }
 
 
 @dataclass
@@ -20,14 +64,23 @@ class WinRate:
     win_rate: float | None
     interval: Interval | None
     outcomes: dict[str, int]
-    flip_rate: float | None
+    calibration_labels: int = 0  # the labels of this candidate that back the row
     headline_eligible: bool = False
     ineligible_reasons: list[str] = field(default_factory=list)
+
+    @property
+    def flips(self) -> Proportion:
+        return Proportion(self.outcomes.get("flip", 0), self.n)
+
+    @property
+    def flip_rate(self) -> float | None:
+        return self.flips.value
 
     def title(self) -> str:
         return f"over schema-passing pairs only, n={self.n}"
 
     def to_dict(self) -> dict[str, Any]:
+        flip_interval = self.flips.interval
         return {
             "candidate": self.candidate,
             "task": self.task,
@@ -37,26 +90,11 @@ class WinRate:
             "interval": self.interval.to_dict() if self.interval else None,
             "outcomes": self.outcomes,
             "flip_rate": self.flip_rate,
+            "flip_rate_interval": flip_interval.to_dict() if flip_interval else None,
+            "calibration_labels": self.calibration_labels,
             "headline_eligible": self.headline_eligible,
             "flag": None if self.headline_eligible else "UNCALIBRATED",
             "ineligible_reasons": self.ineligible_reasons,
-        }
-
-
-@dataclass(frozen=True)
-class PositionBias:
-    decisive_passes: int
-    slot_1_wins: int
-
-    @property
-    def slot_1_share(self) -> float | None:
-        return self.slot_1_wins / self.decisive_passes if self.decisive_passes else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "decisive_passes": self.decisive_passes,
-            "slot_1_wins": self.slot_1_wins,
-            "slot_1_share": self.slot_1_share,
         }
 
 
@@ -68,8 +106,11 @@ def win_rate(pairs: Sequence[Pair], candidate: str, task: str | None, seed_text:
     if task is not None:
         judged = [p for p in judged if p.task == task]
     scores = [p.score for p in judged if p.score is not None]
-    interval, _ = percentile_bootstrap(
-        scores, mean, seed=seed_from(seed_text, "win_rate", candidate, task or "")
+    interval = mean_interval(
+        [Cluster("", score, 1) for score in scores],
+        low_end=0.0,
+        high_end=1.0,
+        seed=seed_from(seed_text, "win_rate", candidate, task or ""),
     )
     counted = Counter(p.outcome for p in judged)
     return WinRate(
@@ -79,36 +120,61 @@ def win_rate(pairs: Sequence[Pair], candidate: str, task: str | None, seed_text:
         win_rate=mean(scores),
         interval=interval,
         outcomes={name: counted.get(name, 0) for name in OUTCOME_NAMES},
-        flip_rate=counted.get("flip", 0) / len(judged) if judged else None,
     )
 
 
 def win_rates(
-    pairs: Sequence[Pair], candidates: Sequence[str], calibration: Calibration, seed_text: str
+    pairs: Sequence[Pair],
+    candidates: Sequence[str],
+    calibrations: Mapping[str, Calibration],
+    seed_text: str,
+    *,
+    min_pairs: int = DEFAULT_MIN_PAIRS,
 ) -> tuple[list[WinRate], list[WinRate]]:
-    """(overall per candidate, per candidate and task worst first), each flagged with the
-    headline gate: calibration passed and the candidate's flip rate at most 0.30."""
+    """(overall per candidate, per candidate and task worst first), each gated for the
+    headline on its own candidate's calibration and position bias and on its own flip rate
+    and number of pairs (below ``min_pairs`` a row is shown, never a headline: a handful of
+    pairs says little whatever its interval)."""
     overall = [win_rate(pairs, c, None, seed_text) for c in candidates]
     per_task = [
         win_rate(pairs, c, task, seed_text)
         for c in candidates
         for task in sorted({p.task for p in pairs if p.candidate == c})
     ]
-    flip_by_candidate = {rate.candidate: rate.flip_rate for rate in overall}
+    biases = {c: position_bias([p for p in pairs if p.candidate == c]) for c in candidates}
     for rate in overall + per_task:
-        reasons = [] if calibration.passed else [f"{calibration.status}: {calibration.reason()}"]
-        flips = flip_by_candidate[rate.candidate]
-        if flips is not None and flips > MAX_FLIP_RATE:
-            reasons.append(
-                f"flip rate {flips:.2f} > {MAX_FLIP_RATE:.2f}: the verdicts follow the "
-                "presentation order, not quality"
-            )
-        if rate.n == 0:
-            reasons.append("no judged pairs")
-        rate.ineligible_reasons = reasons
-        rate.headline_eligible = not reasons
+        calibration = calibrations[rate.candidate]
+        rate.calibration_labels = calibration.kappa.n
+        rate.ineligible_reasons = ineligible_reasons(
+            rate, calibration, biases[rate.candidate], min_pairs
+        )
+        rate.headline_eligible = not rate.ineligible_reasons
     per_task.sort(key=lambda r: (r.win_rate is None, r.win_rate or 0.0, r.candidate, r.task or ""))
     return overall, per_task
+
+
+def ineligible_reasons(
+    rate: WinRate, calibration: Calibration, bias: PositionBias, min_pairs: int
+) -> list[str]:
+    """Why a win rate may not be a headline, in the order checked (empty: eligible)."""
+    reasons = []
+    if not calibration.passed:
+        reasons.append(
+            f"{calibration.status}: {calibration.reason()} (labels for {rate.candidate})"
+        )
+    flips = rate.flip_rate
+    if flips is not None and flips > MAX_FLIP_RATE:
+        reasons.append(
+            f"flip rate {flips:.2f} > {MAX_FLIP_RATE:.2f}: the verdicts follow the "
+            "presentation order, not quality"
+        )
+    if bias.flagged:
+        reasons.append(f"position bias: {bias.describe()}, significantly away from 50%")
+    if rate.n == 0:
+        reasons.append("no judged pairs")
+    elif rate.n < min_pairs:
+        reasons.append(f"only {rate.n} judged pairs; a headline needs at least {min_pairs}")
+    return reasons
 
 
 def position_bias(pairs: Sequence[Pair]) -> PositionBias:

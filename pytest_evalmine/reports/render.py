@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..stats.proportions import Proportion
 from .scorecard import ModelScore, Rate
 
 HEADERS = (
     "model",
     "passed",
+    "all checks pass",
     "schema native",
     "schema prompted",
     "latency p50",
@@ -23,10 +25,19 @@ def money(value: float) -> str:
     return f"${value:.4f}" if value == 0 or abs(value) >= 0.001 else f"${value:.6f}"
 
 
-def _rate(rate: Rate) -> str:
-    if rate.n == 0:
+def proportion_text(rate: Proportion) -> str:
+    """``9/10 90% [60-98%]``: a rate with n and its 95 % Wilson interval."""
+    interval = rate.interval
+    if rate.value is None or interval is None:
         return "-"
-    return f"{rate.passed}/{rate.n} ({100 * rate.passed / rate.n:.0f}%)"
+    return (
+        f"{rate.successes}/{rate.n} {100 * rate.value:.0f}% "
+        f"[{100 * interval.low:.0f}-{100 * interval.high:.0f}%]"
+    )
+
+
+def _rate(rate: Rate) -> str:
+    return proportion_text(rate.proportion)
 
 
 def milliseconds(seconds: float | None) -> str:
@@ -42,6 +53,7 @@ def scorecard_rows(scores: Sequence[ModelScore]) -> list[tuple[str, ...]]:
             (
                 score.model + (" (baseline)" if score.baseline else ""),
                 f"{score.passed}/{score.items}",
+                _rate(score.all_pass),
                 _rate(score.schema_native),
                 _rate(score.schema_prompted),
                 milliseconds(score.latency_p50_s) + f" (n={score.latency_n})",

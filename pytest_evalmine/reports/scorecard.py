@@ -8,19 +8,32 @@ from typing import Any
 
 from ..run.records import ERROR, FAILED, NOT_RUN_BUDGET, PASSED, REPLAY_MISS, AnswerRecord
 from ..stats.estimators import percentile
+from ..stats.proportions import Proportion
 
 
 @dataclass(frozen=True)
 class Rate:
+    """passed / n with its Wilson interval (spec: "Statistics")."""
+
     passed: int
     n: int
 
     @property
+    def proportion(self) -> Proportion:
+        return Proportion(self.passed, self.n)
+
+    @property
     def value(self) -> float | None:
-        return self.passed / self.n if self.n else None
+        return self.proportion.value
 
     def to_dict(self) -> dict[str, Any]:
-        return {"passed": self.passed, "n": self.n, "rate": self.value}
+        interval = self.proportion.interval
+        return {
+            "passed": self.passed,
+            "n": self.n,
+            "rate": self.value,
+            "interval": interval.to_dict() if interval else None,
+        }
 
 
 @dataclass(frozen=True)
@@ -35,6 +48,8 @@ class ModelScore:
     replay_miss: int
     schema_native: Rate
     schema_prompted: Rate
+    all_pass: Rate  # answers that arrived and passed every check
+    checks: dict[str, Rate]  # per check name, over the answers it ran on
     latency_p50_s: float | None
     latency_p95_s: float | None
     latency_n: int
@@ -55,6 +70,8 @@ class ModelScore:
         data["schema_native"] = self.schema_native.to_dict()
         data["schema_prompted"] = self.schema_prompted.to_dict()
         data["schema_all"] = self.schema_all.to_dict()
+        data["all_pass"] = self.all_pass.to_dict()
+        data["checks"] = {name: rate.to_dict() for name, rate in self.checks.items()}
         return data
 
 
@@ -78,6 +95,8 @@ def score_models(records: Sequence[AnswerRecord], models: Sequence[str]) -> list
                 replay_miss=sum(r.outcome == REPLAY_MISS for r in mine),
                 schema_native=_schema_rate(answered, "native"),
                 schema_prompted=_schema_rate(answered, "prompted"),
+                all_pass=Rate(sum(r.outcome == PASSED for r in answered), len(answered)),
+                checks=_check_rates(answered),
                 latency_p50_s=percentile(latencies, 0.50),
                 latency_p95_s=percentile(latencies, 0.95),
                 latency_n=len(latencies),
@@ -93,3 +112,14 @@ def score_models(records: Sequence[AnswerRecord], models: Sequence[str]) -> list
 def _schema_rate(answered: Sequence[AnswerRecord], mode: str) -> Rate:
     relevant = [r for r in answered if r.schema_mode == mode]
     return Rate(sum(r.check_passed("schema") is True for r in relevant), len(relevant))
+
+
+def _check_rates(answered: Sequence[AnswerRecord]) -> dict[str, Rate]:
+    names = sorted({check["name"] for r in answered for check in r.checks})
+    return {
+        name: Rate(
+            sum(r.check_passed(name) is True for r in answered),
+            sum(r.check_passed(name) is not None for r in answered),
+        )
+        for name in names
+    }

@@ -10,10 +10,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..judging.calibration import Calibration
 from ..judging.headline import DAGGER, Headline
 from ..judging.winrate import WinRate
 from .labelling import label_next
-from .render import HEADERS, money, scorecard_rows
+from .render import HEADERS, money, proportion_text, scorecard_rows
 from .summary import RunSummary
 
 Table = tuple[Sequence[str], Sequence[Sequence[str]]]
@@ -56,16 +57,25 @@ def _counts(rate: WinRate) -> str:
     )
 
 
+def _kappa_text(cal: Calibration) -> str:
+    kappa = cal.kappa
+    interval = f" [{number(cal.interval.low)}, {number(cal.interval.high)}]" if cal.interval else ""
+    return (
+        f"kappa {number(kappa.value)}{interval} ({kappa.band or 'undefined'}), raw agreement "
+        f"{proportion_text(cal.agreement)}, n={kappa.n} of {cal.labels_total} labels; "
+        f"status {cal.status.upper()}: {cal.reason()}"
+    )
+
+
 def calibration_section(headline: Headline) -> Section:
     cal = headline.calibration
     kappa = cal.kappa
-    interval = f" [{number(cal.interval.low)}, {number(cal.interval.high)}]" if cal.interval else ""
     section = Section("Calibration")
-    section.lines.append(
-        f"judge {headline.judge.model} vs your labels: kappa {number(kappa.value)}{interval}"
-        f" ({kappa.band or 'undefined'}), raw agreement {percent(kappa.observed_agreement)}, "
-        f"n={kappa.n} of {cal.labels_total} labels; status {cal.status.upper()}: {cal.reason()}"
-    )
+    pooled = " (all candidates)" if len(headline.calibrations) > 1 else ""
+    section.lines.append(f"judge {headline.judge.model} vs your labels{pooled}: {_kappa_text(cal)}")
+    if len(headline.calibrations) > 1:
+        for candidate, own in headline.calibrations.items():
+            section.lines.append(f"  for {candidate} (gates its win rates): {_kappa_text(own)}")
     if cal.inverted or cal.unmatched:
         unmatched = ", ".join(f"{k} {v}" for k, v in cal.unmatched.items()) or "none"
         section.detail_lines.append(
@@ -89,7 +99,7 @@ def calibration_section(headline: Headline) -> Section:
             (
                 row.task,
                 str(row.n),
-                percent(row.agreement),
+                proportion_text(row.agreement),
                 number(row.kappa) if row.kappa is not None else "suppressed (<5)",
             )
             for row in cal.per_task
@@ -103,22 +113,21 @@ def win_rate_section(headline: Headline, scores: Any) -> Section:
     for rate in headline.overall:
         section.lines.append(
             f"{rate.candidate}: {flagged(rate)}, {rate.title()}; {_counts(rate)}; "
-            f"flip rate {percent(rate.flip_rate)}"
+            f"flip rate {proportion_text(rate.flips)}; backed by {rate.calibration_labels} "
+            "labels of this candidate"
         )
         if not rate.headline_eligible:
             section.lines.append(
                 f"  {DAGGER} not a headline: " + "; ".join(rate.ineligible_reasons)
             )
     schema = ", ".join(
-        f"{s.model} {s.schema_all.passed}/{s.schema_all.n}" for s in scores if s.schema_all.n
+        f"{s.model} {proportion_text(s.schema_all.proportion)}" for s in scores if s.schema_all.n
     )
     if schema:
         section.lines.append(f"schema pass rates: {schema}")
     bias = headline.bias
-    section.lines.append(
-        f"judge position bias: slot 1 won {percent(bias.slot_1_share)} of "
-        f"{bias.decisive_passes} decisive passes"
-    )
+    flag = f" {DAGGER} significantly away from 50%" if bias.flagged else ""
+    section.lines.append(f"judge position bias: {bias.describe()}{flag}")
     return section
 
 

@@ -1,22 +1,15 @@
-"""Statistics (spec: "Statistics"): the one place each number is computed.
-
-Pure functions over plain lists; no numpy needed. Every bootstrap takes an explicit seed so a
-rerun of the same suite reproduces its intervals exactly.
-"""
+"""Closed-form estimators (spec: "Statistics"): means, type-7 percentiles, Cohen's kappa and
+its Landis-Koch band, and the seeds the resampling intervals (``resample``) draw from. Pure
+functions over plain lists, standard library only."""
 
 from __future__ import annotations
 
 import math
-import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TypeVar
-
-T = TypeVar("T")
 
 CATEGORIES = ("baseline", "tie", "candidate")
-BOOTSTRAP_RESAMPLES = 2000
 CONFIDENCE = 0.95
 # Landis & Koch (1977), "The measurement of observer agreement for categorical data".
 LANDIS_KOCH = (
@@ -94,38 +87,6 @@ def landis_koch_band(value: float) -> str:
 
 def mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
-
-
-def percentile_bootstrap(
-    items: Sequence[T],
-    statistic: Callable[[Sequence[T]], float | None],
-    seed: int,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    confidence: float = CONFIDENCE,
-) -> tuple[Interval | None, int]:
-    """Percentile bootstrap: resample ``items`` with replacement ``resamples`` times, take the
-    (1-c)/2 and (1+c)/2 quantiles (type 7) of the statistic. Resamples where the statistic is
-    undefined (None) are skipped and counted; returns (interval or None, skipped)."""
-    if not items:
-        return None, 0
-    rng = random.Random(seed)
-    count = len(items)
-    values: list[float] = []
-    skipped = 0
-    for _ in range(resamples):
-        sample = rng.choices(items, k=count)
-        value = statistic(sample)
-        if value is None:
-            skipped += 1
-        else:
-            values.append(value)
-    if not values:
-        return None, skipped
-    tail = (1 - confidence) / 2
-    low = percentile(values, tail)
-    high = percentile(values, 1 - tail)
-    assert low is not None and high is not None
-    return Interval(low, high), skipped
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

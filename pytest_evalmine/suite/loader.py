@@ -35,6 +35,8 @@ DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MIN_KAPPA = 0.40
 DEFAULT_MIN_LABELS = 10
+# Below this many judged pairs a win-rate row is shown but never a headline.
+DEFAULT_MIN_PAIRS = 10
 DEFAULT_JUDGE_MAX_TOKENS = 300
 DEFAULT_JUDGE_TEMPERATURE = 0.0
 DEFAULT_MOVER_THRESHOLD = 0.15
@@ -122,6 +124,7 @@ class JudgeConfig:
     rubric: str = ""
     min_kappa: float = DEFAULT_MIN_KAPPA
     min_labels: int = DEFAULT_MIN_LABELS
+    min_pairs: int = DEFAULT_MIN_PAIRS
     on_below_floor: str = "flag"
     max_tokens: int = DEFAULT_JUDGE_MAX_TOKENS
     temperature: float = DEFAULT_JUDGE_TEMPERATURE
@@ -531,6 +534,7 @@ def _build(
         rubric=judge_raw.get("rubric", ""),
         min_kappa=float(calibration.get("min_kappa", DEFAULT_MIN_KAPPA)),
         min_labels=int(calibration.get("min_labels", DEFAULT_MIN_LABELS)),
+        min_pairs=int(calibration.get("min_pairs", DEFAULT_MIN_PAIRS)),
         on_below_floor=calibration.get("on_below_floor", "flag"),
         max_tokens=int(judge_raw.get("max_tokens", DEFAULT_JUDGE_MAX_TOKENS)),
         temperature=float(judge_raw.get("temperature", DEFAULT_JUDGE_TEMPERATURE)),
