@@ -335,12 +335,14 @@ def test_to_dict_is_json_serializable() -> None:
         assert data["model"] == score.model
         assert data["baseline"] == score.baseline
         assert data["latency_p95_s"] == score.latency_p95_s
-        for key in ("schema_native", "schema_prompted", "schema_all"):
-            assert set(data[key]) == {"passed", "n", "rate"}
+        for key in ("schema_native", "schema_prompted", "schema_all", "all_pass"):
+            assert set(data[key]) == {"passed", "n", "rate", "interval"}
     base = scores()[BASE].to_dict()
-    assert base["schema_native"] == {"passed": 2, "n": 4, "rate": 0.5}
-    assert base["schema_prompted"] == {"passed": 0, "n": 0, "rate": None}
-    assert base["schema_all"] == {"passed": 2, "n": 4, "rate": 0.5}
+    # Wilson for 2 of 4 (statsmodels-checked in test_intervals.py): [0.15004, 0.84996]
+    wilson = {"low": pytest.approx(0.15004, abs=1e-5), "high": pytest.approx(0.84996, abs=1e-5)}
+    assert base["schema_native"] == {"passed": 2, "n": 4, "rate": 0.5, "interval": wilson}
+    assert base["schema_prompted"] == {"passed": 0, "n": 0, "rate": None, "interval": None}
+    assert base["schema_all"] == {"passed": 2, "n": 4, "rate": 0.5, "interval": wilson}
     assert base["items"] == 7
 
 
@@ -354,4 +356,32 @@ def test_to_dict_round_trips_records_from_json() -> None:
 def test_rate_value_and_dict() -> None:
     assert Rate(3, 4).value == 0.75
     assert Rate(0, 0).value is None
-    assert Rate(1, 2).to_dict() == {"passed": 1, "n": 2, "rate": 0.5}
+    data = Rate(1, 2).to_dict()
+    assert (data["passed"], data["n"], data["rate"]) == (1, 2, 0.5)
+    # Wilson for 1 of 2: centre 1/2, half = z / (1 + z^2/2) sqrt(1/8 + z^2/16) = 0.40547
+    assert data["interval"] == {
+        "low": pytest.approx(0.09453, abs=1e-5),
+        "high": pytest.approx(0.90547, abs=1e-5),
+    }
+
+
+def test_all_pass_and_per_check_rates_by_hand() -> None:
+    base, cand = scores().values()
+    # base answered n1 n2 p1 (passed) and n3 n4 (failed): 3 of 5 pass every check
+    assert (base.all_pass.passed, base.all_pass.n) == (3, 5)
+    # answer ran on all 5; parse on n1-n4 (n4 failed); schema on n1-n3 (n3 failed)
+    assert {k: (r.passed, r.n) for k, r in base.checks.items()} == {
+        "answer": (5, 5),
+        "parse": (3, 4),
+        "schema": (2, 3),
+    }
+    # cand answered n1 (passed), n2 n3 n4 (failed): n4 empty, n2 unparsed, n3 off-schema
+    assert (cand.all_pass.passed, cand.all_pass.n) == (1, 4)
+    assert {k: (r.passed, r.n) for k, r in cand.checks.items()} == {
+        "answer": (3, 4),
+        "parse": (2, 3),
+        "schema": (1, 2),
+    }
+    data = base.to_dict()
+    assert data["all_pass"]["interval"]["low"] < 0.6 < data["all_pass"]["interval"]["high"]
+    assert data["checks"]["parse"]["rate"] == 0.75
