@@ -5,7 +5,8 @@ from __future__ import annotations
 REFUSED_BEFORE_SPENDING = 10
 STOPPED_OVER_BUDGET = 11
 CALIBRATION_GATE_FAILED = 12  # reserved for the judge and calibration gate
-RELEASE_GATE_BLOCKED = 13  # reserved for release gates
+RELEASE_GATE_BLOCKED = 13  # the release gate says Block
+RELEASE_GATE_INVESTIGATE = 15  # the release gate says Investigate
 
 # What each code means, in the words the terminal's last line, the CLI and the MCP server use.
 MEANINGS = {
@@ -19,7 +20,8 @@ MEANINGS = {
     REFUSED_BEFORE_SPENDING: "refused before spending: unknown model or over the cap",
     STOPPED_OVER_BUDGET: "stopped over budget: the report is partial",
     CALIBRATION_GATE_FAILED: "calibration gate: a win rate is not headline-eligible",
-    RELEASE_GATE_BLOCKED: "release gate blocked",
+    RELEASE_GATE_BLOCKED: "release gate: Block",
+    RELEASE_GATE_INVESTIGATE: "release gate: Investigate",
 }
 
 

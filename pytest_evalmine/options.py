@@ -15,8 +15,54 @@ from typing import Any
 DEFAULT_CAP_USD = 2.00
 # Far above the largest answer max_tokens allows; a body past it is not held in memory.
 DEFAULT_MAX_RESPONSE_MB = 8.0
+GATE_METRICS = ("win_rate", "all_pass")
+DEFAULT_INDIFFERENCE_POINTS = 1.0
+DEFAULT_MINOR_REGRESSION_POINTS = 2.0
 CAP_ENV = "EVALMINE_MAX_COST"
 HOME_ENV = "EVALMINE_HOME"
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """The release gate's primary metric and its windows in points (spec: "Release gate")."""
+
+    metric: str
+    indifference: float = DEFAULT_INDIFFERENCE_POINTS
+    minor_regression: float = DEFAULT_MINOR_REGRESSION_POINTS
+
+    def __post_init__(self) -> None:
+        if self.metric not in GATE_METRICS:
+            raise ValueError(f"gate metric {self.metric!r} is not one of {', '.join(GATE_METRICS)}")
+        if not 0 <= self.indifference <= self.minor_regression:
+            raise ValueError(
+                f"gate windows need 0 <= indifference ({self.indifference:g}) <= "
+                f"minor regression ({self.minor_regression:g})"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.metric,
+            "indifference": self.indifference,
+            "minor_regression": self.minor_regression,
+        }
+
+
+def gate_from_spec(spec: str) -> GateConfig:
+    """``METRIC[,indifference=POINTS][,minor=POINTS]`` (``--evalmine-gate``)."""
+    metric, *rest = [part.strip() for part in spec.split(",")]
+    windows: dict[str, float] = {}
+    for part in rest:
+        key, _, value = part.partition("=")
+        name = {"indifference": "indifference", "minor": "minor_regression"}.get(key)
+        if name is None or not value:
+            raise ValueError(
+                f"--evalmine-gate: {part!r} is not indifference=POINTS or minor=POINTS"
+            )
+        windows[name] = parse_number(value, f"--evalmine-gate {key}", minimum=0.0)
+    try:
+        return GateConfig(metric, **windows)
+    except ValueError as exc:
+        raise ValueError(f"--evalmine-gate: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -175,6 +221,12 @@ OPTIONS: tuple[Option, ...] = (
         choices=("point", "lower"),
     ),
     Option(
+        "gate",
+        "release gate on METRIC (win_rate or all_pass), windows in points "
+        "(default indifference=1, minor=2); exit 13 on Block, 15 on Investigate",
+        metavar="METRIC[,indifference=P][,minor=P]",
+    ),
+    Option(
         "compare",
         "compare with an earlier run: a run id of the same suite, or the path "
         "of a run folder or report.json (default: the suite's previous run)",
@@ -256,6 +308,8 @@ def check_values(values: dict[str, Any]) -> None:
     environment variable and the record mode. ``resolve`` has parsed every number already."""
     cap_from(values["max_cost"], [])
     record_mode(values["no_cache"], values["record"])
+    if values.get("gate"):
+        gate_from_spec(values["gate"])
 
 
 # Options whose values only a higher layer can parse (endpoint, rate and fault specs).

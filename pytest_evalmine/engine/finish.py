@@ -10,8 +10,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..adapters.registry import AdapterRegistry
-from ..exitcodes import CALIBRATION_GATE_FAILED, STOPPED_OVER_BUDGET
+from ..exitcodes import (
+    CALIBRATION_GATE_FAILED,
+    RELEASE_GATE_BLOCKED,
+    RELEASE_GATE_INVESTIGATE,
+    STOPPED_OVER_BUDGET,
+)
+from ..judging.gate import BLOCK, INVESTIGATE
 from ..judging.headline import Headline, run_headline
+from ..options import gate_from_spec
 from ..reports.compare import compare as compare_reports
 from ..reports.compare import find_previous
 from ..reports.compare import load as load_report
@@ -78,6 +85,9 @@ def finish_run(
             label_counts=dict(Counter(label.task for label in suite.labels)),
             headline=headline,
             judge_note=note,
+            gate_config=gate_from_spec(session.settings.gate)
+            if session.settings.gate
+            else suite.gate,
         )
         previous = _previous_report(session, suite, report_root)
         if previous is not None:
@@ -95,9 +105,15 @@ def finish_run(
 
 def exit_code(finished: Sequence[FinishedSuite]) -> int | None:
     """Our exit code for the run, or None to keep pytest's: a budget stop first, then the
-    calibration gate where the suite or the option asks for it."""
+    release gate (Block, then Investigate), then the calibration gate where the suite or the
+    option asks for it."""
     if any(f.summary.partial for f in finished):
         return STOPPED_OVER_BUDGET
+    verdicts = {f.summary.gate.verdict for f in finished if f.summary.gate is not None}
+    if BLOCK in verdicts:
+        return RELEASE_GATE_BLOCKED
+    if INVESTIGATE in verdicts:
+        return RELEASE_GATE_INVESTIGATE
     for item in finished:
         headline = item.summary.headline
         if item.fail_on_ineligible and headline is not None and not headline.headline_eligible:

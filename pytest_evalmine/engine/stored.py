@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import EvalmineError
 from ..judging.headline import headline_from_pairs
 from ..judging.pairs import Pair
+from ..options import GateConfig
 from ..reports.compare import find_previous
 from ..reports.compare import load as load_report
 from ..reports.files import atomic_write, render_markdown
@@ -138,6 +139,7 @@ def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
         headline=headline,
         judge_note=report.get("judge_note"),
         changes=report.get("changes"),
+        gate_config=_gate_config(report.get("gate")),
     )
 
 
@@ -292,4 +294,12 @@ def _model_digest(row: dict[str, Any]) -> ModelDigest:
         latency_p95_s=row.get("latency_p95_s"),
         cost_usd=row["cost_usd"],
         cost_if_uncached_usd=row["cost_if_uncached_usd"],
+    )
+
+
+def _gate_config(stored: dict[str, Any] | None) -> GateConfig | None:
+    if stored is None:
+        return None
+    return GateConfig(
+        stored["metric"], stored["indifference_points"], stored["minor_regression_points"]
     )

@@ -6,13 +6,16 @@ terminal leaves out what is marked ``detail``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..judging.calibration import Calibration
+from ..judging.gate import GateResult
 from ..judging.headline import DAGGER, Headline
 from ..judging.winrate import WinRate
+from ..scoring.paired import ModelComparison
 from .labelling import label_next
 from .render import HEADERS, money, proportion_text, scorecard_rows
 from .summary import RunSummary
@@ -128,6 +131,55 @@ def win_rate_section(headline: Headline, scores: Any) -> Section:
     bias = headline.bias
     flag = f" {DAGGER} significantly away from 50%" if bias.flagged else ""
     section.lines.append(f"judge position bias: {bias.describe()}{flag}")
+    return section
+
+
+def _points(value: float | None) -> str:
+    return "-" if value is None else f"{value:+.1f}"
+
+
+def _answer(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def gate_section(gate: GateResult) -> Section:
+    config = gate.config
+    section = Section(
+        f"Release gate: {gate.verdict.upper()} ({config.metric} delta, indifference "
+        f"{config.indifference:g} pts, minor regression {config.minor_regression:g} pts)"
+    )
+    for row in gate.rows:
+        m = row.measurement
+        interval = f" [{_points(m.interval.low)}, {_points(m.interval.high)}]" if m.interval else ""
+        section.lines.append(
+            f"{m.candidate}: {_points(m.delta)} pts{interval} -> {row.verdict.upper()}: "
+            f"{row.reason}"
+        )
+    return section
+
+
+def paired_section(comparisons: Sequence[ModelComparison]) -> Section:
+    section = Section("Paired comparison (all checks pass, per case, stratified by task)")
+    for c in comparisons:
+        p = c.comparison
+        if p.delta is None or p.interval is None or p.mcnemar is None:
+            section.lines.append(f"{c.candidate}: no case answered by both models")
+            continue
+        section.lines.append(
+            f"{c.candidate} vs {c.baseline}: {percent(p.mean_b)} vs {percent(p.mean_a)}, delta "
+            f"{_points(100 * p.delta)} pts [{_points(100 * p.interval.low)}, "
+            f"{_points(100 * p.interval.high)}] over {p.cases} cases; worse {len(p.worse)}, "
+            f"better {len(p.better)}, same {p.cases - len(p.worse) - len(p.better)}; McNemar "
+            f"exact p {p.mcnemar.p_value:.3g}, mid-p {p.mcnemar.mid_p_value:.3g}"
+            + (f"; {c.excluded} cases without both answers left out" if c.excluded else "")
+        )
+        for label, examples in (("worse", c.worse), ("better", c.better)):
+            for e in examples:
+                section.detail_lines.append(
+                    f"{label}: {e.task}/{e.case}: {c.baseline} {_answer(e.baseline_answer)} | "
+                    f"{c.candidate} {_answer(e.candidate_answer)}"
+                )
     return section
 
 
@@ -267,13 +319,16 @@ def changes_section(changes: dict[str, Any]) -> Section:
 
 
 def report_sections(summary: RunSummary) -> list[Section]:
-    """calibration, win rates, scorecard, per task, exclusions, what changed."""
+    """calibration, win rates, release gate, scorecard, per task, exclusions, label next,
+    paired comparison, what changed."""
     headline = summary.headline
     sections: list[Section] = []
     if headline is not None:
         sections += [calibration_section(headline), win_rate_section(headline, summary.scores)]
     elif summary.judge_note:
         sections.append(Section("Judge", lines=[summary.judge_note]))
+    if summary.gate is not None:
+        sections.append(gate_section(summary.gate))
     sections.append(scorecard_section(summary))
     if headline is not None:
         sections += [
@@ -281,6 +336,8 @@ def report_sections(summary: RunSummary) -> list[Section]:
             exclusions_section(headline),
             label_next_section(headline),
         ]
+    if len(summary.models) > 1:
+        sections.append(paired_section(summary.paired))
     if summary.changes is not None:
         sections.append(changes_section(summary.changes))
     return sections

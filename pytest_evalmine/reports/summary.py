@@ -7,11 +7,15 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .. import __version__
+from ..judging.gate import GateResult, evaluate_gate
 from ..judging.headline import Headline
+from ..options import GateConfig
 from ..run.records import AnswerRecord
+from ..scoring.paired import ModelComparison, compare_models
 from .scorecard import ModelScore, score_models
 
 REPORT_SCHEMA_VERSION = 1
@@ -41,6 +45,18 @@ class RunSummary:
     headline: Headline | None = None
     judge_note: str | None = None
     changes: dict[str, Any] | None = None
+    gate_config: GateConfig | None = None
+
+    @cached_property
+    def paired(self) -> list[ModelComparison]:
+        """Each candidate against the baseline on the deterministic checks."""
+        return compare_models(self.records, self.models, self.suite_hash)
+
+    @cached_property
+    def gate(self) -> GateResult | None:
+        if self.gate_config is None:
+            return None
+        return evaluate_gate(self.gate_config, self.headline, self.paired)
 
     @property
     def answers_spent_usd(self) -> float:
@@ -122,6 +138,8 @@ class RunSummary:
             "scorecard": [score.to_dict() for score in self.scores],
             "headline": self.headline.to_dict() if self.headline else None,
             "judge_note": self.judge_note,
+            "paired": [comparison.to_dict() for comparison in self.paired],
+            "gate": self.gate.to_dict() if self.gate else None,
             "changes": self.changes,
             "command": self.command,
         }

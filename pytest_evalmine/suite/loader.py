@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SuiteError
+from ..options import (
+    DEFAULT_INDIFFERENCE_POINTS,
+    DEFAULT_MINOR_REGRESSION_POINTS,
+    GateConfig,
+)
 from .canonical import sha256_hex
 from .reading import (
     Problems,
@@ -30,7 +35,7 @@ from .refs import SchemaRefs, collect_refs
 from .template import Template, parse_template
 
 SUITE_VERSION = 1
-RUN_CHOICES = ("models", "limits", "endpoints")
+RUN_CHOICES = ("models", "limits", "endpoints", "gate")
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT_S = 60.0
 DEFAULT_MIN_KAPPA = 0.40
@@ -152,6 +157,7 @@ class Suite:
     document: dict[str, Any] = field(repr=False, compare=False)
     endpoints: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     mover_threshold: float = DEFAULT_MOVER_THRESHOLD
+    gate: GateConfig | None = None
     # How messages and reports name the file: relative to the rootdir when inside it.
     shown: str = ""
 
@@ -554,8 +560,23 @@ def _build(
         mover_threshold=float(
             document.get("report", {}).get("mover_threshold", DEFAULT_MOVER_THRESHOLD)
         ),
+        gate=_gate(document.get("gate"), shown, problems),
         shown=shown,
     )
+
+
+def _gate(raw: dict[str, Any] | None, shown: str, problems: Problems) -> GateConfig | None:
+    if raw is None:
+        return None
+    try:
+        return GateConfig(
+            raw["metric"],
+            float(raw.get("indifference", DEFAULT_INDIFFERENCE_POINTS)),
+            float(raw.get("minor_regression", DEFAULT_MINOR_REGRESSION_POINTS)),
+        )
+    except ValueError as exc:
+        problems.add(shown, "$.gate", str(exc))
+        return None
 
 
 def _build_cases(

@@ -1,0 +1,144 @@
+"""The release gate (spec: "Release gate"): Ship / Hold / Investigate / Block per candidate
+from the 95 % interval of its paired delta on the primary metric, in points."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..options import GateConfig
+from ..scoring.paired import ModelComparison
+from ..stats.estimators import Interval
+from .headline import Headline
+
+SHIP, HOLD, INVESTIGATE, BLOCK = "ship", "hold", "investigate", "block"
+SEVERITY = (SHIP, HOLD, INVESTIGATE, BLOCK)  # least to most severe
+WIN_RATE, ALL_PASS = "win_rate", "all_pass"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A candidate's delta on the primary metric, in points (100 x), with its interval.
+    ``trusted``: deterministic, or a headline-eligible (calibrated) win rate."""
+
+    candidate: str
+    delta: float | None
+    interval: Interval | None
+    trusted: bool
+    why_untrusted: str = ""
+
+
+@dataclass(frozen=True)
+class GateRow:
+    measurement: Measurement
+    verdict: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.measurement
+        return {
+            "candidate": m.candidate,
+            "delta_points": m.delta,
+            "interval_points": m.interval.to_dict() if m.interval else None,
+            "trusted": m.trusted,
+            "verdict": self.verdict,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class GateResult:
+    config: GateConfig
+    rows: tuple[GateRow, ...]
+
+    @property
+    def verdict(self) -> str:
+        """The most severe verdict over the candidates (Investigate without candidates)."""
+        if not self.rows:
+            return INVESTIGATE
+        return max((row.verdict for row in self.rows), key=SEVERITY.index)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "metric": self.config.metric,
+            "indifference_points": self.config.indifference,
+            "minor_regression_points": self.config.minor_regression,
+            "verdict": self.verdict,
+            "candidates": [row.to_dict() for row in self.rows],
+        }
+
+
+def decide(measurement: Measurement, config: GateConfig) -> GateRow:
+    """The decision table of spec section "Release gate", first row that applies."""
+    i, m = config.indifference, config.minor_regression
+    interval = measurement.interval
+    if interval is None:
+        why = measurement.why_untrusted or "nothing to compare"
+        return GateRow(measurement, INVESTIGATE, f"no measurement: {why}")
+    low, high = interval.low, interval.high
+    if high < -i and low < -m:
+        return GateRow(
+            measurement,
+            BLOCK,
+            f"worse by more than {i:g} points for certain, and possibly by more than {m:g}",
+        )
+    if not measurement.trusted:
+        return GateRow(
+            measurement,
+            INVESTIGATE,
+            f"the measurement is not trusted ({measurement.why_untrusted}): it cannot Ship",
+        )
+    if low >= -i:
+        return GateRow(measurement, SHIP, f"no worse than {i:g} points (the interval's low end)")
+    if high >= -i:
+        return GateRow(
+            measurement,
+            HOLD,
+            f"the interval reaches below -{i:g} and above it: it cannot tell the change from "
+            "no change; a person decides",
+        )
+    return GateRow(
+        measurement,
+        INVESTIGATE,
+        f"worse by more than {i:g} points for certain, by at most {m:g}: a minor regression",
+    )
+
+
+def _points(interval: Interval, offset: float) -> Interval:
+    return Interval(100 * (interval.low - offset), 100 * (interval.high - offset))
+
+
+def measurements(
+    metric: str, headline: Headline | None, comparisons: Sequence[ModelComparison]
+) -> list[Measurement]:
+    """Per candidate: win rate - 0.5, or the paired all-pass delta B - A, in points."""
+    if metric == ALL_PASS:
+        return [
+            Measurement(
+                c.candidate,
+                None if c.comparison.delta is None else 100 * c.comparison.delta,
+                _points(c.comparison.interval, 0.0) if c.comparison.interval else None,
+                trusted=True,
+            )
+            for c in comparisons
+        ]
+    if headline is None:
+        return [Measurement(c.candidate, None, None, False, "no judge ran") for c in comparisons]
+    return [
+        Measurement(
+            rate.candidate,
+            None if rate.win_rate is None else 100 * (rate.win_rate - 0.5),
+            _points(rate.interval, 0.5) if rate.interval else None,
+            trusted=rate.headline_eligible,
+            why_untrusted="; ".join(rate.ineligible_reasons),
+        )
+        for rate in headline.overall
+    ]
+
+
+def evaluate_gate(
+    config: GateConfig, headline: Headline | None, comparisons: Sequence[ModelComparison]
+) -> GateResult:
+    rows = [decide(m, config) for m in measurements(config.metric, headline, comparisons)]
+    return GateResult(config, tuple(rows))
