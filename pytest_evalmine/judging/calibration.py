@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..stats.estimators import Interval, Kappa, cohen_kappa, seed_from
+from ..stats.estimators import Interval, Kappa, cohen_kappa, interval_dict, seed_from
 from ..stats.proportions import Proportion
 from ..stats.resample import kappa_interval
 from ..suite.loader import Label
@@ -52,14 +52,9 @@ class TaskKappa:
             "task": self.task,
             "n": self.n,
             "agreement": self.agreement.value,
-            "agreement_interval": _interval_dict(self.agreement),
+            "agreement_interval": interval_dict(self.agreement.interval),
             "kappa": self.kappa,
         }
-
-
-def _interval_dict(rate: Proportion) -> dict[str, float] | None:
-    interval = rate.interval
-    return interval.to_dict() if interval else None
 
 
 @dataclass
@@ -114,10 +109,10 @@ class Calibration:
             "unmatched_labels": self.unmatched,
             "unmatched_model_pairs": self.unmatched_model_pairs,
             "kappa": self.kappa.value,
-            "kappa_interval": self.interval.to_dict() if self.interval else None,
+            "kappa_interval": interval_dict(self.interval),
             "band": self.kappa.band,
             "observed_agreement": self.kappa.observed_agreement,
-            "observed_agreement_interval": _interval_dict(self.agreement),
+            "observed_agreement_interval": interval_dict(self.agreement.interval),
             "chance_agreement": self.kappa.chance_agreement,
             "confusion": {
                 "rows": "human",

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..options import GateConfig
 from ..scoring.paired import ModelComparison
-from ..stats.estimators import Interval
+from ..stats.estimators import Interval, interval_dict
 from .headline import Headline
 
 SHIP, HOLD, INVESTIGATE, BLOCK = "ship", "hold", "investigate", "block"
@@ -40,7 +40,7 @@ class GateRow:
         return {
             "candidate": m.candidate,
             "delta_points": m.delta,
-            "interval_points": m.interval.to_dict() if m.interval else None,
+            "interval_points": interval_dict(m.interval),
             "trusted": m.trusted,
             "verdict": self.verdict,
             "reason": self.reason,

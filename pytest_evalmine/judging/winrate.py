@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..stats.estimators import Interval, mean, seed_from
+from ..stats.estimators import Interval, interval_dict, mean, seed_from
 from ..stats.proportions import Proportion
 from ..stats.resample import Cluster, mean_interval
 from ..suite.loader import DEFAULT_MIN_PAIRS
@@ -46,12 +46,11 @@ class PositionBias:
         return f"slot 1 won {share}{shown} of {self.decisive_passes} decisive passes"
 
     def to_dict(self) -> dict[str, Any]:
-        interval = self.share.interval
         return {
             "decisive_passes": self.decisive_passes,
             "slot_1_wins": self.slot_1_wins,
             "slot_1_share": self.slot_1_share,
-            "interval": interval.to_dict() if interval else None,
+            "interval": interval_dict(self.share.interval),
             "flagged": self.flagged,
         }
 
@@ -80,17 +79,16 @@ class WinRate:
         return f"over schema-passing pairs only, n={self.n}"
 
     def to_dict(self) -> dict[str, Any]:
-        flip_interval = self.flips.interval
         return {
             "candidate": self.candidate,
             "task": self.task,
             "title": self.title(),
             "n": self.n,
             "win_rate": self.win_rate,
-            "interval": self.interval.to_dict() if self.interval else None,
+            "interval": interval_dict(self.interval),
             "outcomes": self.outcomes,
             "flip_rate": self.flip_rate,
-            "flip_rate_interval": flip_interval.to_dict() if flip_interval else None,
+            "flip_rate_interval": interval_dict(self.flips.interval),
             "calibration_labels": self.calibration_labels,
             "headline_eligible": self.headline_eligible,
             "flag": None if self.headline_eligible else "UNCALIBRATED",

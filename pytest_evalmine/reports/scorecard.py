@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..run.records import ERROR, FAILED, NOT_RUN_BUDGET, PASSED, REPLAY_MISS, AnswerRecord
-from ..stats.estimators import percentile
+from ..stats.estimators import interval_dict, percentile
 from ..stats.proportions import Proportion
 
 
@@ -27,12 +27,11 @@ class Rate:
         return self.proportion.value
 
     def to_dict(self) -> dict[str, Any]:
-        interval = self.proportion.interval
         return {
             "passed": self.passed,
             "n": self.n,
             "rate": self.value,
-            "interval": interval.to_dict() if interval else None,
+            "interval": interval_dict(self.proportion.interval),
         }
 
 

@@ -31,6 +31,11 @@ class Interval:
         return {"low": self.low, "high": self.high}
 
 
+def interval_dict(interval: Interval | None) -> dict[str, float] | None:
+    """An interval as report.json holds it: ``{low, high}``, or null when there is none."""
+    return interval.to_dict() if interval else None
+
+
 @dataclass(frozen=True)
 class Kappa:
     """Cohen's kappa of judge against human over ``CATEGORIES``.

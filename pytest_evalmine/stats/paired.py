@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .estimators import Interval, mean
+from .estimators import Interval, interval_dict, mean
 from .resample import RESAMPLES, Cluster, mean_interval
 
 
@@ -79,7 +79,7 @@ class PairedComparison:
             "mean_a": self.mean_a,
             "mean_b": self.mean_b,
             "delta": self.delta,
-            "interval": self.interval.to_dict() if self.interval else None,
+            "interval": interval_dict(self.interval),
             "worse": len(self.worse),
             "better": len(self.better),
             "same": self.cases - len(self.worse) - len(self.better),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from .estimators import CONFIDENCE, Interval
+from .estimators import CONFIDENCE, Interval, interval_dict
 
 
 def normal_quantile(confidence: float = CONFIDENCE) -> float:
@@ -48,10 +48,9 @@ class Proportion:
         return wilson_interval(self.successes, self.n)
 
     def to_dict(self) -> dict[str, Any]:
-        interval = self.interval
         return {
             "successes": self.successes,
             "n": self.n,
             "rate": self.value,
-            "interval": interval.to_dict() if interval else None,
+            "interval": interval_dict(self.interval),
         }
