@@ -1,10 +1,11 @@
 """API keys never reach a message or a file (spec: "Secrets"): the one redaction function.
 
 Keys come from the environment only. Every value an adapter reads from it is remembered here
-for the life of the process, and ``scrub`` replaces those exact values (whatever their shape)
+for the life of the process, and ``redact`` replaces those exact values (whatever their shape)
 and anything shaped like a provider key, wherever a text from outside enters the run: an
 error built from a provider's reply, an answer before it is cached, a report before it is
-written. Standard library only, so every layer can call it.
+written. ``count_redacted`` counts what a kept text holds, for the report. Standard library
+only, so every layer can call it.
 """
 
 from __future__ import annotations
@@ -37,25 +38,21 @@ def remember_key(value: str) -> None:
             _loaded.add(value)
 
 
-def scrub(text: str, extra: Iterable[str | None] = ()) -> tuple[str, int]:
+def redact(text: str, extra: Iterable[str | None] = ()) -> str:
     """``text`` with every loaded key, every value of ``extra`` and every key-shaped string
-    replaced by ``[redacted]``, and how many replacements were made. Longer values go first,
-    so a key that contains another is replaced whole."""
+    replaced by ``[redacted]``. Longer values go first, so a key that contains another is
+    replaced whole."""
     with _lock:
         values = set(_loaded)
     values.update(v for v in extra if v and len(v) >= MIN_SECRET_CHARS)
-    count = 0
     for value in sorted(values, key=len, reverse=True):
-        found = text.count(value)
-        if found:
-            text = text.replace(value, REDACTED)
-            count += found
+        text = text.replace(value, REDACTED)
     for _provider, pattern in KEY_PATTERNS:
-        text, found = pattern.subn(REDACTED, text)
-        count += found
-    return text, count
+        text = pattern.sub(REDACTED, text)
+    return text
 
 
-def redact(text: str, extra: Iterable[str | None] = ()) -> str:
-    """``scrub`` when the count does not matter."""
-    return scrub(text, extra)[0]
+def count_redacted(*texts: str | None) -> int:
+    """Redacted keys in texts as kept: counted from the texts themselves, so the number is
+    the same whichever process (xdist worker, earlier run) redacted them."""
+    return sum(text.count(REDACTED) for text in texts if text)

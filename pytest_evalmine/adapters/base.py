@@ -10,7 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..errors import EvalmineError
 from ..options import DEFAULT_MAX_RESPONSE_MB
-from ..redaction import scrub
+from ..redaction import redact
 from ..suite.canonical import sha256_hex
 
 SCHEMA_NATIVE = "native"
@@ -134,8 +134,7 @@ class AdapterError(EvalmineError):
 
     ``kind`` is one of: rate_limit, server_error, timeout, connection, bad_request, auth,
     malformed_response. The message never contains a credential: every key this process loaded
-    and every key-shaped string is redacted here, whoever raises the error; ``redactions``
-    counts them, plus those the caller made before (it passes that number in).
+    and every key-shaped string is redacted here, whoever raises the error.
     """
 
     def __init__(
@@ -146,11 +145,8 @@ class AdapterError(EvalmineError):
         retryable: bool,
         retry_after_s: float | None = None,
         status: int | None = None,
-        redactions: int = 0,
     ) -> None:
-        message, found = scrub(message)
-        super().__init__(message)
-        self.redactions = redactions + found
+        super().__init__(redact(message))
         self.kind = kind
         self.retryable = retryable
         self.retry_after_s = retry_after_s

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from ..redaction import redact, remember_key, scrub
+from ..redaction import redact, remember_key
 from .base import AdapterError, max_response_bytes
 
 # Longest provider message we keep: enough to act on, short enough for a one-line outcome.
@@ -123,7 +123,7 @@ async def post_json(
     except (ValueError, UnicodeDecodeError):
         if status >= 400:
             return status, reply_headers, text, latency_s
-        detail, found = scrub(
+        detail = redact(
             f"HTTP {status} body is not valid JSON ({len(content)} bytes): {text}", hidden
         )
         raise AdapterError(
@@ -131,7 +131,6 @@ async def post_json(
             _clip(detail, MAX_MESSAGE_CHARS),
             retryable=True,
             status=status,
-            redactions=found,
         ) from None
     return status, reply_headers, parsed, latency_s
 
@@ -320,8 +319,7 @@ def error_from_status(
     (sent by Anthropic and OpenAI, honoured by their SDKs) overrides the status.
     """
     # Redact before clipping: a key cut in two by the clip would no longer match.
-    text, found = scrub(f"HTTP {status}: {message}", secrets)
-    text = _clip(text, MAX_MESSAGE_CHARS)
+    text = _clip(redact(f"HTTP {status}: {message}", secrets), MAX_MESSAGE_CHARS)
     retry_after_s = None
     if status == 429:
         kind, retryable = "rate_limit", True
@@ -342,7 +340,6 @@ def error_from_status(
         retryable=retryable,
         retry_after_s=retry_after_s,
         status=status,
-        redactions=found,
     )
 
 

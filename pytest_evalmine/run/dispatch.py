@@ -28,7 +28,7 @@ from ..adapters.base import (
 )
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
-from ..redaction import scrub
+from ..redaction import count_redacted, redact
 from .prices import PriceRow, PriceTable
 from .store import Store, process_owner
 
@@ -92,8 +92,11 @@ class Outcome:
     error: str | None = None
     error_kind: str | None = None
     attempts: int = 0
-    # Keys replaced by ``[redacted]`` in this outcome's answer or error (spec: "Secrets").
-    redactions: int = 0
+
+    @property
+    def redactions(self) -> int:
+        """Keys redacted from this outcome's answer or error (spec: "Secrets in texts")."""
+        return count_redacted(self.error, self.response.text if self.response else None)
 
 
 @dataclass(frozen=True)
@@ -224,7 +227,7 @@ class Dispatcher:
         for plan in planned:
             outcome = outcomes[plan.key]
             if plan.key in seen and outcome.status == OK:
-                outcome = dataclasses.replace(outcome, cached=True, cost_usd=0.0, redactions=0)
+                outcome = dataclasses.replace(outcome, cached=True, cost_usd=0.0)
             seen.add(plan.key)
             result.append(outcome)
         return result
@@ -278,14 +281,12 @@ class Dispatcher:
                     # as a single process would.
                     return await self._wait_for_other_process(item)
                 # A cache written before redaction existed may still hold a key.
-                response, found = scrub_response(hit.response)
                 return Outcome(
                     item.key,
                     OK,
-                    response,
+                    redacted_response(hit.response),
                     cached=True,
                     cost_if_uncached_usd=hit.cost_usd,
-                    redactions=found,
                 )
         if self.record == "none":
             return Outcome(
@@ -359,7 +360,6 @@ class Dispatcher:
                         f"than the {MAX_RETRY_AFTER_S:.0f} s a run waits)",
                         retryable=False,
                         status=error.status,
-                        redactions=error.redactions,
                     )
                 if error.retryable and attempts <= self.retries:
                     await asyncio.sleep(self._backoff(attempts, error.retry_after_s))
@@ -371,22 +371,19 @@ class Dispatcher:
                     error=f"{error.kind}: {error} (after {attempts} attempt(s))",
                     error_kind=error.kind,
                     attempts=attempts,
-                    redactions=error.redactions,
                 )
             except Exception as exc:  # an adapter bug must not lose the run
                 self.store.release(reservation)
-                # Not an AdapterError, so nothing has redacted its text yet.
-                message, found = scrub(f"adapter_crash: {type(exc).__name__}: {exc}")
                 return Outcome(
                     item.key,
                     ERROR,
-                    error=message,
+                    # Not an AdapterError, so nothing has redacted its text yet.
+                    error=redact(f"adapter_crash: {type(exc).__name__}: {exc}"),
                     error_kind="adapter_crash",
                     attempts=attempts,
-                    redactions=found,
                 )
             # Redacted before anything keeps it: the cache, and every report built from it.
-            response, found = scrub_response(response)
+            response = redacted_response(response)
             cost = item.price.cost(response.usage)
             self.store.record_paid_answer(
                 key=item.key,
@@ -403,7 +400,6 @@ class Dispatcher:
                 cost_usd=cost,
                 cost_if_uncached_usd=cost,
                 attempts=attempts,
-                redactions=found,
             )
 
     async def _wait_for_other_process(self, item: Planned) -> Outcome:
@@ -476,21 +472,16 @@ async def _prepare_all(preparing: list[tuple[Adapter, list[str]]]) -> None:
             raise EvalmineError(f"{adapter.name}: {exc}") from None
 
 
-def scrub_response(response: Response) -> tuple[Response, int]:
+def redacted_response(response: Response) -> Response:
     """``response`` with every loaded key and key-shaped string redacted from the texts a
-    provider chose (answer, request id, finish reason), and how many were replaced."""
-    text, in_text = scrub(response.text)
-    request_id, in_id = scrub(response.provider_request_id or "")
-    finish_reason, in_reason = scrub(response.finish_reason)
-    found = in_text + in_id + in_reason
-    if not found:
-        return response, 0
+    provider chose (answer, request id, finish reason)."""
+    request_id = response.provider_request_id
     return dataclasses.replace(
         response,
-        text=text,
-        provider_request_id=request_id or None,
-        finish_reason=finish_reason,
-    ), found
+        text=redact(response.text),
+        provider_request_id=None if request_id is None else redact(request_id),
+        finish_reason=redact(response.finish_reason),
+    )
 
 
 def _budget_outcome(key: str) -> Outcome:
