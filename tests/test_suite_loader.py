@@ -668,7 +668,7 @@ def test_missing_labels_file_is_refused(tmp_path: Path) -> None:
     document = base_suite()
     del document["labels"]
     document["labels_path"] = "nowhere.yaml"
-    expect_error(dump_suite(tmp_path, document), "$.labels_path", "file not found: nowhere.yaml")
+    expect_error(dump_suite(tmp_path, document), "$.labels_path", "nowhere.yaml: file not found")
 
 
 def test_malformed_line_in_labels_jsonl_is_a_suite_error(tmp_path: Path) -> None:
@@ -693,7 +693,7 @@ def test_missing_schema_file_is_refused(tmp_path: Path) -> None:
     expect_error(
         dump_suite(tmp_path, document),
         "$.tasks[1].schema_path",
-        "file not found: schemas/absent.json",
+        "schemas/absent.json: file not found",
     )
 
 
@@ -762,7 +762,7 @@ def test_missing_cases_file_is_refused(tmp_path: Path) -> None:
     document = base_suite()
     use_cases_file(document, "data/cases.jsonl")
     expect_error(
-        dump_suite(tmp_path, document), "$.tasks[0].cases_path", "file not found: data/cases.jsonl"
+        dump_suite(tmp_path, document), "$.tasks[0].cases_path", "data/cases.jsonl: file not found"
     )
 
 

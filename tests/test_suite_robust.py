@@ -75,11 +75,11 @@ CORPUS: dict[str, tuple[str, str]] = {
     "4 MB string": (HEAD + task(prompt="'" + "x" * 4_000_000 + "'"), "the limit is 1000000"),
     "schema_path with NUL": (
         HEAD + task(extra='  schema_path: "a\\0b.json"\n'),
-        "schema_path: not a usable file path",
+        ": not a usable file path (",
     ),
     "schema_path of 5,000 characters": (
         HEAD + task(extra=f"  schema_path: {'a' * 5000}.json\n"),
-        "schema_path: not a usable file path",
+        ": not a usable file path (",
     ),
     "two documents": (HEAD + task() + "---\nx: 1\n", "not valid YAML"),
     "tab indentation": (HEAD + "tasks:\n\t- id: t\n", "not valid YAML at line"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -30,6 +31,7 @@ from .reading import (
     quoted,
     read_entries,
     read_text,
+    resolve_file,
 )
 from .refs import SchemaRefs, collect_refs
 from .template import Template, parse_template
@@ -397,33 +399,17 @@ def _shown_ref(shown: str, relative: str) -> str:
 
 
 def _resolve(base: Path, relative: str, shown: str, where: str, problems: Problems) -> Path | None:
-    try:
-        target = (base / relative).resolve()
-        found = target.is_file()
-    except (OSError, ValueError) as exc:
-        problems.add(shown, where, f"not a usable file path: {clip(str(exc), 80)}")
-        return None
-    if not found:
-        problems.add(shown, where, f"file not found: {clip(relative)}")
-        return None
-    return target
+    return resolve_file(base / relative, shown, where, problems, clip(relative))
 
 
 def _read_cases(
     target: Path, file_shown: str, shown: str, where: str, problems: Problems
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
-    entries = read_entries(target, file_shown, problems)
-    if entries is None:
-        problems.add(file_shown, "$", "a cases file holds a list of cases")
-        return [], []
-    cases, origins = [], []
-    for entry_where, entry in entries:
-        if entry is not None and _validate(entry, file_shown, problems, "case", entry_where):
-            cases.append(entry)
-            origins.append((file_shown, entry_where))
-    if not entries:
+    before = len(problems.found)
+    read = _read_valid_entries(target, file_shown, problems, "case")
+    if read is not None and not read[1] and len(problems.found) == before:
         problems.add(shown, where, f"{target.name} holds no cases")
-    return cases, origins
+    return read or ([], [])
 
 
 def _read_labels(
@@ -435,16 +421,28 @@ def _read_labels(
             return loaded["labels"]
         return loaded
 
+    return _read_valid_entries(target, file_shown, problems, "label", unwrap) or ([], [])
+
+
+def _read_valid_entries(
+    target: Path,
+    file_shown: str,
+    problems: Problems,
+    definition: str,
+    unwrap: Callable[[Any], Any] | None = None,
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]] | None:
+    """The valid entries of a cases or labels file, each with its file and line or index;
+    None when the file does not hold a list (problem added)."""
     entries = read_entries(target, file_shown, problems, unwrap)
     if entries is None:
-        problems.add(file_shown, "$", "a labels file holds a list of labels (or {labels: [...]})")
-        return [], []
-    labels, origins = [], []
+        problems.add(file_shown, "$", f"a {definition}s file holds a list of {definition}s")
+        return None
+    valid, origins = [], []
     for entry_where, entry in entries:
-        if entry is not None and _validate(entry, file_shown, problems, "label", entry_where):
-            labels.append(entry)
+        if entry is not None and _validate(entry, file_shown, problems, definition, entry_where):
+            valid.append(entry)
             origins.append((file_shown, entry_where))
-    return labels, origins
+    return valid, origins
 
 
 def _check_task_schema(schema: dict[str, Any], shown: str, where: str, problems: Problems) -> bool:

@@ -397,3 +397,29 @@ def read_entries(
     if not isinstance(loaded, list):
         return None
     return [(f"$[{index}]", entry) for index, entry in enumerate(loaded)]
+
+
+def resolve_file(
+    candidate: Path,
+    shown: str,
+    where: str,
+    problems: Problems,
+    named: str,
+    inside: Path | None = None,
+) -> Path | None:
+    """``candidate`` resolved, when it is a file (under ``inside`` when given); else None
+    with the problem added. ``named`` is how the problem names the reference."""
+    try:
+        path = candidate.resolve()
+        outside = inside is not None and not path.is_relative_to(inside.resolve())
+        found = path.is_file()
+    except (OSError, ValueError) as exc:  # a NUL byte, a name too long for the system
+        problems.add(shown, where, f"{named}: not a usable file path ({clip(str(exc))})")
+        return None
+    if outside:
+        problems.add(shown, where, f"{named} points outside the suite's folder")
+    elif not found:
+        problems.add(shown, where, f"{named}: file not found")
+    else:
+        return path
+    return None

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
-from .reading import Problems, clip, parse_json, quoted, read_text
+from .reading import Problems, clip, parse_json, quoted, read_text, resolve_file
 
 MAX_REF_DEPTH = 8
 MAX_REF_FILES = 32
@@ -89,11 +89,6 @@ def collect_refs(
             uri = urljoin(base, target)
             if uri in documents:
                 continue
-            loaded = _load_referenced(
-                file.parent / unquote(target), suite_dir, doc_shown, ref_where, ref, problems
-            )
-            if loaded is None:
-                continue
             if depth + 1 > MAX_REF_DEPTH or len(documents) >= MAX_REF_FILES:
                 problems.add(
                     doc_shown,
@@ -102,10 +97,17 @@ def collect_refs(
                     f"or number more than {MAX_REF_FILES}",
                 )
                 continue
-            path, ref_shown = (
-                loaded[0],
-                os.path.normpath(os.path.join(os.path.dirname(doc_shown), unquote(target))),
+            path = resolve_file(
+                file.parent / unquote(target),
+                doc_shown,
+                ref_where,
+                problems,
+                f"$ref {quoted(ref)}",
+                inside=suite_dir,
             )
+            if path is None:
+                continue
+            ref_shown = os.path.normpath(os.path.join(os.path.dirname(doc_shown), unquote(target)))
             content = parse_json(read_text(path, ref_shown), ref_shown, "$", problems)
             if not isinstance(content, dict):
                 if content is not None:
@@ -118,25 +120,6 @@ def collect_refs(
     refs = SchemaRefs(root_base.partition("#")[0], tuple(documents.items()))
     _check_resolvable(refs, references, shown, where, problems)
     return None if len(problems.found) > before else refs
-
-
-def _load_referenced(
-    candidate: Path, suite_dir: Path, shown: str, where: str, ref: str, problems: Problems
-) -> tuple[Path] | None:
-    try:
-        path = candidate.resolve()
-        inside = path.is_relative_to(suite_dir.resolve())
-        found = path.is_file()
-    except (OSError, ValueError) as exc:
-        problems.add(shown, where, f"$ref {quoted(ref)}: not a usable path ({clip(str(exc))})")
-        return None
-    if not inside:
-        problems.add(shown, where, f"$ref {quoted(ref)} points outside the suite's folder")
-        return None
-    if not found:
-        problems.add(shown, where, f"$ref {quoted(ref)}: file not found")
-        return None
-    return (path,)
 
 
 def _refs_in(document: Any, where: str, shown: str, problems: Problems) -> list[tuple[str, str]]:
