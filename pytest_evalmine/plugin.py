@@ -14,7 +14,7 @@ import shutil
 import time
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -93,6 +93,20 @@ def _named_on_command_line(file_path: Path, config: pytest.Config) -> bool:
     return False
 
 
+class _Stopped(pytest.exit.Exception):
+    """``pytest.exit`` whose message pytest prints as ``evalmine: ...``: pytest names the
+    exception class before the message, and for its own ``_pytest.outcomes.Exit`` that prefix
+    means nothing to a user. (pytest's own ``Interrupted`` hides its module the same way.)"""
+
+
+_Stopped.__name__ = _Stopped.__qualname__ = "evalmine"
+_Stopped.__module__ = "builtins"
+
+
+def _stop(message: str, returncode: int) -> NoReturn:
+    raise _Stopped(message, returncode=returncode)
+
+
 # fixtures ---------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def evalmine_adapters(pytestconfig: pytest.Config) -> AdapterRegistry:
@@ -116,7 +130,7 @@ def evalmine_cost_limit(pytestconfig: pytest.Config) -> float:
     try:
         return eval_session(pytestconfig).resolve_cap()
     except EvalmineError as exc:  # a suite limit that is not a finite number
-        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+        _stop(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(scope="session")
@@ -154,9 +168,9 @@ def evalmine_answers(
             planned = session.preflight(evalmine_dispatcher, specs, judging)
         outcomes = session.dispatch(evalmine_dispatcher, specs, planned)
     except RefusedError as exc:
-        pytest.exit(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
+        _stop(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError as exc:
-        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+        _stop(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
     return outcomes
 
 
@@ -461,6 +475,6 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
             if evalsession.estimate is not None and evalsession.estimate.uncached:
                 _watch_workers(config)
     except RefusedError as exc:
-        pytest.exit(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
+        _stop(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError:
         return  # workers report suite errors themselves, as collection errors

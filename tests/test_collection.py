@@ -162,3 +162,27 @@ def test_bad_options_are_usage_errors(
     result = pytester.runpytest(FAKE, *options)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+def test_every_missing_key_is_named_once_in_one_line(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    pytester.makefile(
+        ".eval.yaml",
+        keys=SMALL_SUITE.replace(
+            "models: [fake/alpha, fake/beta]",
+            "models: [openai/gpt-5-mini, anthropic/claude-haiku-4-5]\n"
+            "judge: {model: google/gemini-2.5-flash}",
+        ),
+    )
+    result = pytester.runpytest()
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == 10
+    [line] = [line for line in output.splitlines() if "refused before spending: openai" in line]
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        assert line.count(variable) == 1, line
+    assert "openai: openai:" not in output
+    assert "_pytest.outcomes.Exit" not in output
+    assert "! evalmine: refused before spending" in output

@@ -278,15 +278,27 @@ class EvalSession:
         when answers plus judge calls are estimated over what is left of the cap. Returns the
         planned answer requests, for ``dispatch`` to send without planning them again."""
         specs = list(specs)
+        judging_dispatcher = judge_dispatcher or dispatcher
         try:
+            suites = {spec.suite.path: spec.suite for spec in specs}.values()
+            judges = [
+                model
+                for suite in suites
+                if (model := self.judge_model_for(suite)) and len(self.models_for(suite)) > 1
+            ]
+            # Every missing key of the run in one line, answers and judge alike.
+            missing = dispatcher.unready(spec.model for spec in specs)
+            missing += judging_dispatcher.unready(judges)
+            if missing:
+                raise EvalmineError("; ".join(dict.fromkeys(missing)))
             planned = dispatcher.plan(spec.request() for spec in specs)
-            judge_planned = (judge_dispatcher or dispatcher).plan(
+            judge_planned = judging_dispatcher.plan(
                 self._judge_requests_for_estimate(specs, planned, dispatcher)
             )
         except EvalmineError as exc:  # an unpriced model, or a provider without an adapter
             raise RefusedError(f"refused before spending: {exc}") from None
         answers = dispatcher.estimate(planned)
-        judging = (judge_dispatcher or dispatcher).estimate(judge_planned)
+        judging = judging_dispatcher.estimate(judge_planned)
         self.estimate = estimate = Estimate(
             calls=answers.calls + judging.calls,
             cached=answers.cached + judging.cached,

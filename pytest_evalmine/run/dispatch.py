@@ -163,17 +163,21 @@ class Dispatcher:
             for request, adapter, price in resolved
         ]
 
+    def unready(self, models: Iterable[str]) -> list[str]:
+        """Why the adapters serving ``models`` cannot be called (a missing key), one line per
+        adapter, so a run can name every missing variable at once. A replay needs no key."""
+        if self.record == "none":
+            return []
+        adapters = {id(a): a for a in map(self.registry.adapter_for, models)}
+        return [p for adapter in adapters.values() if (p := _unready(adapter)) is not None]
+
     def _prepare(self, adapters: Iterable[tuple[Adapter, set[str]]]) -> None:
         """Check keys and let adapters look up their servers (model listings, digests), then
         remember what they learnt, so a replay can build the same cache keys offline."""
         adapters = list(adapters)
-        for adapter, _models in adapters:
-            check_ready = getattr(adapter, "check_ready", None)
-            if check_ready is not None:
-                try:
-                    check_ready()
-                except AdapterError as exc:
-                    raise EvalmineError(f"{adapter.name}: {exc}") from None
+        problems = [p for adapter, _models in adapters if (p := _unready(adapter)) is not None]
+        if problems:
+            raise EvalmineError("; ".join(problems))
         preparing = [
             (adapter, sorted(models))
             for adapter, models in adapters
@@ -462,6 +466,19 @@ class _Pacer:
             if delay > 0:
                 await asyncio.sleep(delay)
             self.next_start = loop.time() + self.interval_s
+
+
+def _unready(adapter: Adapter) -> str | None:
+    check_ready = getattr(adapter, "check_ready", None)
+    if check_ready is None:
+        return None
+    try:
+        check_ready()
+    except AdapterError as exc:
+        message = str(exc)
+        # Adapters usually name themselves already; never "openai: openai: ...".
+        return message if message.startswith(f"{adapter.name}:") else f"{adapter.name}: {message}"
+    return None
 
 
 async def _prepare_all(preparing: list[tuple[Adapter, list[str]]]) -> None:
