@@ -19,6 +19,7 @@ _EXPORTS = {
     "Request": "pytest_evalmine.adapters.base",
     "Response": "pytest_evalmine.adapters.base",
     "Usage": "pytest_evalmine.adapters.base",
+    "code_fingerprint": "pytest_evalmine.adapters.base",
     "AdapterRegistry": "pytest_evalmine.adapters.registry",
     "default_registry": "pytest_evalmine.adapters.builtin",
     "EvalClient": "pytest_evalmine.run.client",
@@ -35,11 +36,12 @@ __all__ = [
     "Response",
     "Usage",
     "__version__",
+    "code_fingerprint",
     "default_registry",
 ]
 
 if TYPE_CHECKING:
-    from .adapters.base import Adapter, AdapterError, Request, Response, Usage
+    from .adapters.base import Adapter, AdapterError, Request, Response, Usage, code_fingerprint
     from .adapters.builtin import default_registry
     from .adapters.registry import AdapterRegistry
     from .errors import EvalmineError

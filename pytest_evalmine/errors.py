@@ -39,3 +39,7 @@ class PriceError(EvalmineError):
 
 class RefusedError(EvalmineError):
     """The run was refused before any money was spent (cap or unknown model)."""
+
+
+class EvalmineWarning(UserWarning):
+    """Something that works but is likely not what the user meant (pytest lists it)."""

@@ -45,6 +45,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(group.addoption, parser.addini)
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Called at start-up: declares the hooks a conftest.py may implement."""
+    from . import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Called after options are parsed: registers the marker items carry, and the reporter
     whose hooks need this config."""
@@ -57,6 +64,10 @@ def pytest_configure(config: pytest.Config) -> None:
             from .engine.session import Settings, check_settings
 
             check_settings(Settings(values))
+        if values["prices"]:
+            from .run.prices import load_prices
+
+            load_prices(Path(config.rootpath) / values["prices"])
     except (ValueError, EvalmineError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(Reporter(config), "evalmine-reporter")
@@ -112,14 +123,22 @@ def _stop(message: str, returncode: int) -> NoReturn:
 def evalmine_adapters(pytestconfig: pytest.Config) -> AdapterRegistry:
     """The adapter registry. Override it (session scope) in a conftest.py to evaluate your
     own application: register an adapter for your model strings' provider prefix."""
-    return eval_session(pytestconfig).default_registry()
+    return _registry(pytestconfig)
 
 
 @pytest.fixture(scope="session")
 def evalmine_judge_adapters(pytestconfig: pytest.Config) -> AdapterRegistry:
     """The registry the judge's model is resolved in (built-in adapters; with
     --evalmine-fake, the fake). Override it to script a judge in tests."""
-    return eval_session(pytestconfig).default_registry()
+    return _registry(pytestconfig)
+
+
+def _registry(config: pytest.Config) -> AdapterRegistry:
+    """The built-in adapters plus what conftest.py files register with the
+    ``pytest_evalmine_adapters`` hook (visible to the xdist controller too)."""
+    registry = eval_session(config).default_registry()
+    config.hook.pytest_evalmine_adapters(registry=registry, config=config)
+    return registry
 
 
 @pytest.fixture(scope="session")
@@ -471,10 +490,16 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
                 if f"{relative}::{spec.task.id}::{spec.name}" in wanted
             ]
         if specs:
-            evalsession.preflight(evalsession.dispatcher(evalsession.default_registry()), specs)
+            evalsession.preflight(evalsession.dispatcher(_registry(config)), specs)
             if evalsession.estimate is not None and evalsession.estimate.uncached:
                 _watch_workers(config)
     except RefusedError as exc:
-        _stop(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
+        hint = (
+            " (the xdist controller sees no fixtures: register your own adapter with the "
+            "pytest_evalmine_adapters hook in conftest.py)"
+            if "no adapter for provider" in str(exc)
+            else ""
+        )
+        _stop(f"{exc}{hint}", returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError:
         return  # workers report suite errors themselves, as collection errors

@@ -8,10 +8,13 @@ Requests run concurrently on one asyncio loop, bounded per provider.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import math
 import random
 import threading
+import warnings
+import weakref
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -27,9 +30,9 @@ from ..adapters.base import (
     estimate_tokens,
 )
 from ..adapters.registry import AdapterRegistry
-from ..errors import EvalmineError
+from ..errors import EvalmineError, EvalmineWarning
 from ..redaction import count_redacted, redact
-from .prices import PriceRow, PriceTable
+from .prices import PriceRow, PriceTable, declared_row
 from .store import Store, process_owner
 
 T = TypeVar("T")
@@ -150,10 +153,12 @@ class Dispatcher:
         resolved = []
         adapters: dict[int, tuple[Adapter, set[str]]] = {}
         for request in requests:
-            price = self.prices.lookup(request.model)
             adapter = self.registry.adapter_for(request.model)
+            price = self._price(adapter, request.model)
             resolved.append((request, adapter, price))
             adapters.setdefault(id(adapter), (adapter, set()))[1].add(request.model)
+        for adapter, _models in adapters.values():
+            warn_without_fingerprint(adapter)
         if self.record == "none":
             self._restore_prepared(adapter for adapter, _models in adapters.values())
         else:
@@ -162,6 +167,14 @@ class Dispatcher:
             Planned(request, cache_key(adapter, request), adapter, price)
             for request, adapter, price in resolved
         ]
+
+    def _price(self, adapter: Adapter, model: str) -> PriceRow:
+        """An adapter's declared ``cost`` (e.g. your own application's: ``"free"``) wins over
+        the price table, as an endpoint's does."""
+        cost = getattr(adapter, "cost", None)
+        if cost is None:
+            return self.prices.lookup(model)
+        return declared_row(model, cost, f"adapter {adapter.name!r}")
 
     def unready(self, models: Iterable[str]) -> list[str]:
         """Why the adapters serving ``models`` cannot be called (a missing key), one line per
@@ -466,6 +479,30 @@ class _Pacer:
             if delay > 0:
                 await asyncio.sleep(delay)
             self.next_start = loop.time() + self.interval_s
+
+
+_WARNED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def warn_without_fingerprint(adapter: Adapter) -> None:
+    """Once per adapter instance (one per run): an adapter that is not built in (your own
+    application) and has no ``key_extra`` keys its cache by name and version only, so a
+    change to the application's code would be served the old cached answers."""
+    name = adapter.name
+    if type(adapter).__module__.startswith("pytest_evalmine.") or adapter in _WARNED:
+        return
+    if getattr(adapter, "key_extra", None) is None:
+        with contextlib.suppress(TypeError):  # an object without weak references
+            _WARNED.add(adapter)
+        warnings.warn(
+            EvalmineWarning(
+                f"adapter {name!r} has no key_extra(request): its cached answers are keyed by "
+                f"name and version ({adapter.version!r}) only, so after a change to your "
+                "application's code the cache serves the old answers. Return a fingerprint "
+                "of the code from key_extra (pytest_evalmine.code_fingerprint) or bump version."
+            ),
+            stacklevel=2,
+        )
 
 
 def _unready(adapter: Adapter) -> str | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import EvalmineError
 from ..options import parse_number
-from .prices import PriceRow
+from .prices import PriceRow, declared_row
 
 KINDS = ("openai-compatible", "ollama")
 
@@ -37,21 +37,14 @@ class Endpoint:
 
     def price_row(self) -> PriceRow | None:
         if self.free:
-            return PriceRow(
-                model=f"{self.name}/*", input=0.0, output=0.0, cached_input=0.0,
-                cache_write=0.0, source=f"endpoint {self.name}: declared free", read="declared",
-            )  # fmt: skip
-        if self.input_price is None or self.output_price is None:
+            cost: Any = "free"
+        elif self.input_price is None or self.output_price is None:
             return None
-        return PriceRow(
-            model=f"{self.name}/*",
-            input=self.input_price,
-            output=self.output_price,
-            cached_input=self.cached_input_price,
-            cache_write=None,
-            source=f"endpoint {self.name}: declared prices",
-            read="declared",
-        )
+        else:
+            cost = {"input": self.input_price, "output": self.output_price}
+            if self.cached_input_price is not None:
+                cost["cached_input"] = self.cached_input_price
+        return declared_row(f"{self.name}/*", cost, f"endpoint {self.name}")
 
     def factory(self) -> Any:
         if self.kind == "ollama":

@@ -80,30 +80,66 @@ class PriceTable:
 def load_prices(extra: str | Path | None = None) -> PriceTable:
     """The shipped table, merged with a user's table when one is given."""
     shipped = resources.files("pytest_evalmine.run").joinpath("prices.yaml").read_text("utf-8")
-    table = _parse(shipped, "prices.yaml (shipped)")
+    table = _parse(shipped, "prices.yaml (shipped)", shipped=True)
     if extra:
         path = Path(extra)
         try:
             text = path.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise PriceError(f"{path}: cannot read price table: {exc.strerror or exc}") from None
-        table = table.merged(_parse(text, str(path)))
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "strerror", None) or exc
+            raise PriceError(f"{path}: cannot read price table: {reason}") from None
+        table = table.merged(_parse(text, str(path), shipped=False))
     return table
 
 
-def _parse(text: str, shown: str) -> PriceTable:
-    import yaml
+def declared_row(model: str, cost: Any, declared_by: str) -> PriceRow:
+    """A price row from a declared cost: ``"free"``, or ``{input, output[, cached_input]}``
+    in USD per million tokens (an endpoint's ``cost``, an adapter's ``cost`` attribute)."""
+    if cost == "free":
+        return PriceRow(
+            model=model, input=0.0, output=0.0, cached_input=0.0, cache_write=0.0,
+            source=f"{declared_by}: declared free", read="declared",
+        )  # fmt: skip
+    rates = ("input", "output", "cached_input")
+    if (
+        not isinstance(cost, dict)
+        or not {"input", "output"} <= set(cost) <= set(rates)
+        or not all(_is_price(cost[rate]) for rate in cost)
+    ):
+        raise PriceError(
+            f"{declared_by}: cost is 'free' or {{input, output, cached_input}} in USD per "
+            f"million tokens (finite, >= 0), not {cost!r}"[:300]
+        )
+    return PriceRow(
+        model=model,
+        input=float(cost["input"]),
+        output=float(cost["output"]),
+        cached_input=_optional_float(cost.get("cached_input")),
+        cache_write=None,
+        source=f"{declared_by}: declared prices",
+        read="declared",
+    )
+
+
+def _parse(text: str, shown: str, *, shipped: bool) -> PriceTable:
+    """The shipped table must cite its sources; a user's table needs only model and rates
+    (its file name stands in for the date and source it leaves out)."""
+    from ..errors import SuiteError
+    from ..suite.reading import parse_yaml
 
     try:
-        document: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise PriceError(f"{shown}: not valid YAML: {exc}") from None
+        document: Any = parse_yaml(text, shown)
+    except SuiteError as exc:
+        raise PriceError(str(exc)) from None
     if not isinstance(document, dict) or not isinstance(document.get("models"), list):
-        raise PriceError(f"{shown}: a price table needs 'pinned' and a 'models' list")
-    if not document.get("pinned"):
+        raise PriceError(f"{shown}: a price table is a mapping with a 'models' list")
+    if shipped and not document.get("pinned"):
         raise PriceError(f"{shown}: 'pinned' (the date the prices were read) is missing")
     rows = []
     allowed = set(PriceRow.__dataclass_fields__)
+    required = (
+        ("model", "input", "output", "source", "read") if shipped else ("model", "input", "output")
+    )
     for index, raw in enumerate(document["models"]):
         where = f"{shown}: models[{index}]"
         if not isinstance(raw, dict):
@@ -111,9 +147,9 @@ def _parse(text: str, shown: str) -> PriceTable:
         unknown = set(raw) - allowed
         if unknown:
             raise PriceError(f"{where}: unknown key {sorted(unknown)[0]!r}")
-        for required in ("model", "input", "output", "source", "read"):
-            if required not in raw:
-                raise PriceError(f"{where}: missing {required!r}")
+        for name in required:
+            if name not in raw:
+                raise PriceError(f"{where}: missing {name!r}")
         for rate in ("input", "output", "cached_input", "cache_write"):
             value = raw.get(rate)
             if value is not None and not _is_price(value):
@@ -125,12 +161,12 @@ def _parse(text: str, shown: str) -> PriceTable:
                 output=float(raw["output"]),
                 cached_input=_optional_float(raw.get("cached_input")),
                 cache_write=_optional_float(raw.get("cache_write")),
-                source=str(raw["source"]),
-                read=str(raw["read"]),
+                source=str(raw.get("source", shown)),
+                read=str(raw.get("read", "")),
                 note=str(raw.get("note", "")),
             )
         )
-    return PriceTable(pinned=str(document["pinned"]), rows=tuple(rows))
+    return PriceTable(pinned=str(document.get("pinned") or shown), rows=tuple(rows))
 
 
 def _is_price(value: Any) -> bool:
