@@ -480,8 +480,9 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     evalsession = eval_session(config)
     wanted = set(ids)
     root = Path(config.rootpath)
+    registry = _registry(config)
+    specs: list[Any] = []
     try:
-        specs = []
         for relative in files:
             suite = evalsession.load(root / relative)
             specs += [
@@ -490,14 +491,17 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
                 if f"{relative}::{spec.task.id}::{spec.name}" in wanted
             ]
         if specs:
-            evalsession.preflight(evalsession.dispatcher(_registry(config)), specs)
+            evalsession.preflight(evalsession.dispatcher(registry), specs)
             if evalsession.estimate is not None and evalsession.estimate.uncached:
                 _watch_workers(config)
     except RefusedError as exc:
+        providers = {spec.model.split("/", 1)[0] for spec in specs}
+        unknown = [] if registry.route_all_to else sorted(providers - set(registry.factories))
         hint = (
-            " (the xdist controller sees no fixtures: register your own adapter with the "
-            "pytest_evalmine_adapters hook in conftest.py)"
-            if "no adapter for provider" in str(exc)
+            f" (no adapter for {', '.join(map(repr, unknown))} on the xdist controller, which "
+            "sees no fixtures: register your own adapter with the pytest_evalmine_adapters "
+            "hook in conftest.py)"
+            if unknown
             else ""
         )
         _stop(f"{exc}{hint}", returncode=exitcodes.REFUSED_BEFORE_SPENDING)

@@ -277,11 +277,6 @@ VALID_ROW = (
             "unknown key 'colour'",
         ),
         (
-            'pinned: "2027-01-01"\nmodels:\n  - {model: acme/m, input: 1, output: 2, '
-            'read: "2027-01-01"}\n',
-            "missing 'source'",
-        ),
-        (
             'pinned: "2027-01-01"\nmodels:\n  - {model: acme/m, input: -1, output: 2, '
             'source: "https://example.com", read: "2027-01-01"}\n',
             "input",
@@ -304,7 +299,6 @@ VALID_ROW = (
     ],
     ids=[
         "unknown-key",
-        "missing-source",
         "negative-input",
         "negative-cache-write",
         "string-price",
@@ -329,17 +323,16 @@ def test_malformed_user_table_raises_naming_the_file(
 @pytest.mark.parametrize(
     "text",
     [
-        f"models:\n  - {VALID_ROW}\n",
         'pinned: "2027-01-01"\nmodels:\n  - {model: acme/m, input: true, output: 2, '
         'source: "https://example.com", read: "2027-01-01"}\n',
         'pinned: "2027-01-01"\nmodels:\n  - {model: acme/m, input: .nan, output: 2, '
         'source: "https://example.com", read: "2027-01-01"}\n',
     ],
-    ids=["missing-pinned", "boolean-price", "nan-price"],
+    ids=["boolean-price", "nan-price"],
 )
-def test_user_table_needs_pinned_and_finite_numeric_prices(tmp_path: Path, text: str) -> None:
-    """These once loaded: a table without 'pinned', ``true`` as a price, and a NaN price
-    (which makes every cost NaN)."""
+def test_user_table_needs_finite_numeric_prices(tmp_path: Path, text: str) -> None:
+    """These once loaded: ``true`` as a price, and a NaN price (which makes every cost NaN).
+    (A user's table may leave out 'pinned', 'source' and 'read': tests/test_own_adapter.py.)"""
     path = write_table(tmp_path, text)
     with pytest.raises(PriceError, match=re.escape(str(path))):
         load_prices(path)

@@ -153,7 +153,7 @@ class Dispatcher:
         resolved = []
         adapters: dict[int, tuple[Adapter, set[str]]] = {}
         for request in requests:
-            adapter = self.registry.adapter_for(request.model)
+            adapter = self._adapter(request.model)
             price = self._price(adapter, request.model)
             resolved.append((request, adapter, price))
             adapters.setdefault(id(adapter), (adapter, set()))[1].add(request.model)
@@ -168,6 +168,13 @@ class Dispatcher:
             for request, adapter, price in resolved
         ]
 
+    def _adapter(self, model: str) -> Adapter:
+        try:
+            return self.registry.adapter_for(model)
+        except EvalmineError:
+            self.prices.lookup(model)  # a model known nowhere: the price error lists the known
+            raise
+
     def _price(self, adapter: Adapter, model: str) -> PriceRow:
         """An adapter's declared ``cost`` (e.g. your own application's: ``"free"``) wins over
         the price table, as an endpoint's does."""
@@ -181,7 +188,7 @@ class Dispatcher:
         adapter, so a run can name every missing variable at once. A replay needs no key."""
         if self.record == "none":
             return []
-        adapters = {id(a): a for a in map(self.registry.adapter_for, models)}
+        adapters = {id(a): a for a in map(self._adapter, models)}
         return [p for adapter in adapters.values() if (p := _unready(adapter)) is not None]
 
     def _prepare(self, adapters: Iterable[tuple[Adapter, set[str]]]) -> None:
@@ -481,7 +488,8 @@ class _Pacer:
             self.next_start = loop.time() + self.interval_s
 
 
-_WARNED: weakref.WeakSet[Any] = weakref.WeakSet()
+# Adapters already warned about, by id (an adapter need not be hashable).
+_WARNED: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
 def warn_without_fingerprint(adapter: Adapter) -> None:
@@ -489,11 +497,11 @@ def warn_without_fingerprint(adapter: Adapter) -> None:
     application) and has no ``key_extra`` keys its cache by name and version only, so a
     change to the application's code would be served the old cached answers."""
     name = adapter.name
-    if type(adapter).__module__.startswith("pytest_evalmine.") or adapter in _WARNED:
+    if type(adapter).__module__.startswith("pytest_evalmine."):
         return
-    if getattr(adapter, "key_extra", None) is None:
+    if getattr(adapter, "key_extra", None) is None and _WARNED.get(id(adapter)) is not adapter:
         with contextlib.suppress(TypeError):  # an object without weak references
-            _WARNED.add(adapter)
+            _WARNED[id(adapter)] = adapter
         warnings.warn(
             EvalmineWarning(
                 f"adapter {name!r} has no key_extra(request): its cached answers are keyed by "
