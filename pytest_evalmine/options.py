@@ -232,6 +232,13 @@ OPTIONS: tuple[Option, ...] = (
         "of a run folder or report.json (default: the suite's previous run)",
         metavar="RUN",
     ),
+    Option(
+        "recording",
+        "a reviewable recording per suite: 'beside' (SUITE.recording.jsonl next to the suite "
+        "file) or a folder (FOLDER/NAME.recording.jsonl); written after runs that may call, "
+        "read before runs that read the cache",
+        metavar="beside|DIR",
+    ),
     Option("glob", "file name pattern of suite files (ini only)", default="*.eval.yaml", cli=False),
 )
 

@@ -98,9 +98,34 @@ def finish_run(
                 ),
             )
         run_dir = write_run(summary, report_root)
+        _write_recording(session, suite, records, headline)
         fail = session.settings.fail_under_calibration or suite.judge.on_below_floor == "fail"
         finished.append(FinishedSuite(summary, run_dir, fail))
     return finished
+
+
+def _write_recording(
+    session: EvalSession,
+    suite: Suite,
+    records: list[AnswerRecord],
+    headline: Headline | None,
+) -> None:
+    """After a run that may call: the answers and judge verdicts this suite used, from the
+    cache database, into its recording (merged when only part of the suite was selected)."""
+    path = session.recording_for(suite)
+    if path is None or session.record_mode == "none":
+        return
+    from .recording import write_recording
+
+    keys = [r.key for r in records if r.key]
+    models = {r.model for r in records}
+    if headline is not None:
+        keys += [p.key for pair in headline.pairs for p in pair.passes if p.key]
+        models.add(headline.judge.model)
+    # adapter_state is kept under the adapter's name: the provider prefix of a model string
+    adapters = {model.split("/", 1)[0] for model in models}
+    selected_all = len(records) == len(session.specs_for(suite))
+    write_recording(session.store, path, keys, adapters, merge=not selected_all)
 
 
 def exit_code(finished: Sequence[FinishedSuite]) -> int | None:

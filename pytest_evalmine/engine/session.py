@@ -191,8 +191,22 @@ class EvalSession:
     def load(self, path: Path) -> Suite:
         path = Path(path)
         if path not in self.suites:
-            self.suites[path] = load_suite(path, shown=relative_to(path, self.rootdir))
+            self.suites[path] = suite = load_suite(path, shown=relative_to(path, self.rootdir))
+            recording = self.recording_for(suite)
+            if recording is not None and self.record_mode != "all":
+                from .recording import read_recording
+
+                read_recording(self.store, recording)
         return self.suites[path]
+
+    def recording_for(self, suite: Suite) -> Path | None:
+        """The suite's recording file when ``--evalmine-recording`` asks for one."""
+        setting = self.settings.values.get("recording")
+        if not setting:
+            return None
+        from .recording import recording_path
+
+        return recording_path(setting, suite.path, suite.name, self.rootdir)
 
     def models_for(self, suite: Suite) -> list[str]:
         """Option models, else the suite's; ``--evalmine-baseline`` moves one to the front."""

@@ -123,6 +123,48 @@ class Store:
         ).fetchone()
         return int(row[0])
 
+    # recordings (engine/recording.py) ----------------------------------------------------
+    def answer_rows(self, keys: list[str]) -> list[dict]:
+        """The cached answers of ``keys`` that exist, in the order given, as plain data."""
+        rows = []
+        for key in keys:
+            row = self.connection.execute(
+                "SELECT provider, model, response, cost_usd FROM answers WHERE key = ?", (key,)
+            ).fetchone()
+            if row is not None:
+                rows.append(
+                    {
+                        "key": key,
+                        "provider": row[0],
+                        "model": row[1],
+                        "response": json.loads(row[2]),
+                        "cost_usd": row[3],
+                    }
+                )
+        return rows
+
+    def load_recorded(self, answers: list[dict], states: list[dict]) -> None:
+        """Answers from a recording, kept where the cache already has the key; adapter
+        states replaced (the recorded keys were made with them). One transaction."""
+        with self._write(self.connection) as db:
+            for entry in answers:
+                db.execute(
+                    "INSERT OR IGNORE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        entry["key"],
+                        entry["provider"],
+                        entry["model"],
+                        json.dumps(entry["response"]),
+                        float(entry["cost_usd"]),
+                        time.time(),
+                    ),
+                )
+            for entry in states:
+                db.execute(
+                    "INSERT OR REPLACE INTO adapter_state VALUES (?, ?, ?)",
+                    (entry["adapter"], json.dumps(entry["state"], sort_keys=True), time.time()),
+                )
+
     # what adapters learnt from their servers (model listings, digests) ------------------
     def adapter_state(self, adapter: str) -> dict | None:
         row = self.connection.execute(
