@@ -44,8 +44,6 @@ PASSED_ENV = (
     "OPENAI_API_KEY",
     "GEMINI_API_KEY",
 )
-# pytest's run outcomes that leave a report behind.
-REPORTED = {0, 1, exitcodes.STOPPED_OVER_BUDGET, exitcodes.CALIBRATION_GATE_FAILED}
 
 
 @dataclass
@@ -313,7 +311,8 @@ class Tools:
         new_runs = [
             r for r in list_runs(self.limits.report_root, loaded.name) if r.run_id not in before
         ]
-        run = digest(new_runs[-1], self.limits.root) if new_runs and code in REPORTED else None
+        # Any exit that left a run folder (0, 1, budget and gate codes) has numbers to return.
+        run = digest(new_runs[-1], self.limits.root) if new_runs else None
         status: Literal["completed", "failed"] = "completed" if run is not None else "failed"
         return RunSuiteResult(status, code, exitcodes.meaning(code), cap, run)
 
