@@ -1,9 +1,16 @@
 """The brief's dispatch benchmark: 200 cases x 2 models, judged in both orders (800 requests),
 against a loopback OpenAI-compatible server answering after 100 ms, at concurrency 32; then
-the warm-cache rerun. Prints wall times of the whole pytest process and the server's request
-count. Numbers for notes, never thresholds.
+the warm-cache rerun. Numbers for notes, never thresholds.
+
+Reported per run: the whole pytest process (wall and CPU), the request window (first request
+received to last reply sent, seen by the server) against its physical limit (requests /
+concurrency x latency), the most requests in flight at once, and the TCP connections the
+server accepted. With ``--latency 0`` the figure that matters is the client's CPU per request:
+CPU of the cold process minus CPU of the warm rerun (which does everything else: collection,
+planning, cache look-ups, reports), divided by the requests sent.
 
     python benchmarks/bench_loopback.py [--cases 200] [--latency 0.1] [--concurrency 32]
+                                        [--repeat 1] [--json]
 """
 
 from __future__ import annotations
@@ -11,56 +18,108 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
+
+from common import child_environment
+
+# Python's default backlog (5) drops connections when 32 arrive at once; each drop costs the
+# client a one-second SYN retry and inflates every figure.
+LISTEN_BACKLOG = 1024
 
 
-def make_server(latency_s: float) -> tuple[ThreadingHTTPServer, list[int]]:
-    count = [0]
-    lock = threading.Lock()
+@dataclass
+class Traffic:
+    """What the server saw, reset between runs."""
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
+    requests: int = 0
+    connections: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    first_request: float | None = None
+    last_reply: float | None = None
 
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with lock:
-                count[0] += 1
-            time.sleep(latency_s)
-            schema = json.dumps(body.get("response_format", {}))
-            content = (
-                json.dumps({"winner": "tie", "reason": "both fine"})
-                if "winner" in schema
-                else f"A short answer from {body['model']}."
-            )
-            payload = json.dumps(
-                {
-                    "id": "bench",
-                    "choices": [
-                        {"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}
-                    ],
-                    "usage": {"prompt_tokens": 50, "completion_tokens": 8, "total_tokens": 58},
-                }
-            ).encode()  # fmt: skip
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+    @property
+    def window_s(self) -> float:
+        if self.first_request is None or self.last_reply is None:
+            return 0.0
+        return self.last_reply - self.first_request
 
-        def log_message(self, *args: object) -> None:
-            return None
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    return server, count
+class BenchServer(ThreadingHTTPServer):
+    request_queue_size = LISTEN_BACKLOG
+    daemon_threads = True
+
+    def __init__(self, latency_s: float) -> None:
+        self.latency_s = latency_s
+        self.traffic = Traffic()
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self.lock:
+            self.traffic.connections += 1
+        super().process_request(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: BenchServer
+
+    def do_GET(self) -> None:  # the compatible adapter's one model listing
+        self._send(json.dumps({"object": "list", "data": []}).encode())
+
+    def do_POST(self) -> None:
+        server = self.server
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with server.lock:
+            traffic = server.traffic
+            traffic.requests += 1
+            traffic.in_flight += 1
+            traffic.max_in_flight = max(traffic.max_in_flight, traffic.in_flight)
+            if traffic.first_request is None:
+                traffic.first_request = time.perf_counter()
+        if server.latency_s:
+            time.sleep(server.latency_s)
+        schema = json.dumps(body.get("response_format", {}))
+        content = (
+            json.dumps({"winner": "tie", "reason": "both fine"})
+            if "winner" in schema
+            else f"A short answer from {body['model']}."
+        )
+        payload = json.dumps(
+            {
+                "id": "bench",
+                "choices": [
+                    {"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}
+                ],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 8, "total_tokens": 58},
+            }
+        ).encode()  # fmt: skip
+        self._send(payload)
+        with server.lock:
+            server.traffic.in_flight -= 1
+            server.traffic.last_reply = time.perf_counter()
+
+    def _send(self, payload: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: object) -> None:
+        return None
 
 
 def write_suite(folder: Path, cases: int) -> None:
@@ -80,15 +139,93 @@ def write_suite(folder: Path, cases: int) -> None:
     (folder / "bench.eval.yaml").write_text("\n".join(lines) + "\n")
 
 
-def run(folder: Path, url: str, concurrency: int) -> float:
+@dataclass
+class Run:
+    wall_s: float
+    cpu_s: float
+    requests: int
+    connections: int
+    window_s: float
+    max_in_flight: int
+
+
+def run(folder: Path, server: BenchServer, concurrency: int, *extra: str) -> Run:
     command = [
         sys.executable, "-m", "pytest", "bench.eval.yaml", "-q", "-p", "no:cacheprovider",
-        f"--evalmine-endpoint=srv={url}/v1,free", f"--evalmine-concurrency={concurrency}",
+        "-p", "no:benchmark",
+        f"--evalmine-endpoint=srv={server_url(server)}/v1,free",
+        f"--evalmine-concurrency={concurrency}", *extra,
     ]  # fmt: skip
-    env = {**os.environ, "EVALMINE_HOME": str(folder / ".evalmine")}
+    env = {**child_environment(), "EVALMINE_HOME": str(folder / ".evalmine")}
+    with server.lock:
+        server.traffic = Traffic()
     started = time.perf_counter()
-    subprocess.run(command, cwd=folder, env=env, check=True, capture_output=True)
-    return time.perf_counter() - started
+    process = subprocess.Popen(
+        command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    output = process.stdout.read() if process.stdout else b""
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"pytest failed:\n{output.decode(errors='replace')[-3000:]}")
+    traffic = server.traffic
+    return Run(
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        requests=traffic.requests,
+        connections=traffic.connections,
+        window_s=traffic.window_s,
+        max_in_flight=traffic.max_in_flight,
+    )
+
+
+def server_url(server: BenchServer) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def measure(cases: int, latency_s: float, concurrency: int) -> dict[str, Any]:
+    """One cold run and its warm rerun, each in a fresh cache folder."""
+    server = BenchServer(latency_s)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            folder = Path(scratch)
+            write_suite(folder, cases)
+            run(folder, server, concurrency, "--collect-only")  # fills the bytecode cache
+            cold = run(folder, server, concurrency)
+            warm = run(folder, server, concurrency)
+    finally:
+        server.shutdown()
+        server.server_close()
+    posts = cases * 4
+    limit_s = posts / concurrency * latency_s
+    return {
+        "cases": cases,
+        "latency_s": latency_s,
+        "concurrency": concurrency,
+        "cold": asdict(cold),
+        "warm": asdict(warm),
+        "window_limit_s": limit_s,
+        "window_ratio": cold.window_s / limit_s if limit_s else None,
+        "connections_per_request": cold.connections / max(1, cold.requests),
+        "cpu_ms_per_request": 1000 * (cold.cpu_s - warm.cpu_s) / max(1, cold.requests),
+    }
+
+
+def median_of(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each number the median over the repeats (runs share the machine with others)."""
+
+    def merge(values: list[Any]) -> Any:
+        if isinstance(values[0], dict):
+            return {k: merge([v[k] for v in values]) for k in values[0]}
+        if values[0] is None:
+            return None
+        return statistics.median(values)
+
+    merged = merge(results)
+    merged["repeats"] = len(results)
+    return merged
 
 
 def main() -> None:
@@ -96,27 +233,32 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="print the medians as JSON")
     args = parser.parse_args()
-    server, count = make_server(args.latency)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        with tempfile.TemporaryDirectory() as scratch:
-            folder = Path(scratch)
-            write_suite(folder, args.cases)
-            cold = run(folder, url, args.concurrency)
-            cold_requests = count[0]
-            warm = run(folder, url, args.concurrency)
-            print(
-                f"cold: {cold:.2f} s, {cold_requests} requests "
-                f"({args.cases} cases x 2 models + judge both orders, {args.latency * 1000:.0f} "
-                f"ms latency, concurrency {args.concurrency})"
-            )
-            print(f"warm: {warm:.2f} s, {count[0] - cold_requests} requests")
-    finally:
-        server.shutdown()
-        server.server_close()
+    result = median_of(
+        [measure(args.cases, args.latency, args.concurrency) for _ in range(args.repeat)]
+    )
+    if args.json:
+        print(json.dumps(result))
+        return
+    cold, warm = result["cold"], result["warm"]
+    print(
+        f"cold: {cold['wall_s']:.2f} s ({cold['cpu_s']:.2f} s CPU), {cold['requests']:.0f} "
+        f"requests over {cold['connections']:.0f} connections ({args.cases} cases x 2 models + "
+        f"judge both orders, {args.latency * 1000:.0f} ms latency, concurrency "
+        f"{args.concurrency}, median of {args.repeat})"
+    )
+    if result["window_ratio"] is not None:
+        print(
+            f"request window: {cold['window_s']:.2f} s = {result['window_ratio']:.2f}x the "
+            f"{result['window_limit_s']:.2f} s limit; at most {cold['max_in_flight']:.0f} "
+            "in flight"
+        )
+    print(f"client CPU per request: {result['cpu_ms_per_request']:.2f} ms")
+    print(
+        f"warm: {warm['wall_s']:.2f} s ({warm['cpu_s']:.2f} s CPU), {warm['requests']:.0f} requests"
+    )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,15 @@ class TaskNode(pytest.Collector):
         self.specs = specs
 
     def collect(self) -> Iterator[pytest.Item]:
+        # Every item of a task has the same function, parent and marks, so one fixture
+        # closure serves them all; pytest would otherwise resolve it again for each item.
+        fixtureinfo = None
         for spec in self.specs:
-            yield EvalItem.from_parent(self, name=spec.name, callobj=run_eval_item, spec=spec)
+            item = EvalItem.from_parent(
+                self, name=spec.name, callobj=run_eval_item, spec=spec, fixtureinfo=fixtureinfo
+            )
+            fixtureinfo = item._fixtureinfo
+            yield item
 
 
 class EvalItem(pytest.Function):

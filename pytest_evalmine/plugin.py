@@ -288,12 +288,24 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     record = item.stash.get(ITEM_RECORD_KEY, None)
     if record is not None and (call.when == "call" or (call.when == "setup" and report.failed)):
-        setattr(report, RECORD_ATTRIBUTE, record.to_dict())
+        # The record object itself, held once; it becomes a dict only to cross to the xdist
+        # controller (pytest_report_to_serializable).
+        setattr(report, RECORD_ATTRIBUTE, record)
         if item.config.pluginmanager.hasplugin("html"):
             from .htmlhooks import add_item_extra
 
             add_item_extra(report, record, item.spec.request().prompt)
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_report_to_serializable(report: Any) -> Generator:
+    """Wraps report serialization (xdist workers, report logs): the record as a dict."""
+    data = yield
+    record = data.get(RECORD_ATTRIBUTE) if isinstance(data, dict) else None
+    if record is not None and not isinstance(record, dict):
+        data[RECORD_ATTRIBUTE] = record.to_dict()
+    return data
 
 
 class Reporter:
@@ -305,12 +317,14 @@ class Reporter:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Called for each report on the process that prints (the xdist controller too)."""
-        data = getattr(report, RECORD_ATTRIBUTE, None)
-        if data is None:
+        record = getattr(report, RECORD_ATTRIBUTE, None)
+        if record is None:
             return
-        from .run.records import AnswerRecord
+        if isinstance(record, dict):  # from an xdist worker
+            from .run.records import AnswerRecord
 
-        eval_session(self.config).add_record(AnswerRecord.from_dict(data))
+            record = AnswerRecord.from_dict(record)
+        eval_session(self.config).add_record(record)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
@@ -318,7 +332,10 @@ class Reporter:
         reports once (on the controller or the only process) and sets our exit codes. First
         of the session finishes, so that --junitxml writes its file with our properties."""
         config = self.config
-        if not is_active(config) or hasattr(config, "workerinput"):
+        if not is_active(config):
+            return
+        if hasattr(config, "workerinput"):
+            eval_session(config).close()  # a worker's connections and cache file
             return
         _stop_watching(config)
         from .engine.finish import exit_code, finish_run

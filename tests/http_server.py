@@ -61,6 +61,20 @@ class Reply:
         return cls(status=status, body=json.dumps(payload).encode(), headers=headers or {})
 
 
+class _CountingHTTPServer(ThreadingHTTPServer):
+    """Counts the TCP connections it accepts. Python's default listen backlog (5) would drop
+    connections opened together and make clients retry; real servers queue far more."""
+
+    request_queue_size = 1024
+    # Handler threads must never keep the test process alive.
+    daemon_threads = True
+    connections = 0
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self.connections += 1  # the accept loop runs on one thread
+        super().process_request(request, client_address)
+
+
 class LoopbackServer:
     """Threaded HTTP server on 127.0.0.1 with an OS-chosen port."""
 
@@ -69,9 +83,7 @@ class LoopbackServer:
         self.requests: list[Received] = []
         self._stopping = threading.Event()
         self._lock = threading.Lock()
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        # Handler threads must never keep the test process alive.
-        self._httpd.daemon_threads = True
+        self._httpd = _CountingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._thread = threading.Thread(target=self._serve, name="loopback-http", daemon=True)
         self._serving = threading.Event()
 
@@ -79,6 +91,11 @@ class LoopbackServer:
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
         return f"http://{host}:{port}"
+
+    @property
+    def connections(self) -> int:
+        """TCP connections accepted so far."""
+        return self._httpd.connections
 
     def add(self, *replies: Reply) -> None:
         for reply in replies:

@@ -137,7 +137,7 @@ class AnthropicAdapter:
     ) -> None:
         self.api_key_env = api_key_env
         self.base_url = base_url.rstrip("/")
-        self._clients = ClientHolder()
+        self._clients = ClientHolder(self.base_url)
 
     def check_ready(self) -> None:
         api_key_from_env(self.api_key_env, self.name)

@@ -96,7 +96,12 @@ TEMPLATE_OVERHEAD_TOKENS = 8
 
 def estimate_tokens(text: str) -> int:
     """About four characters a token: the one estimate used wherever counts are missing."""
-    return math.ceil(len(text) / CHARS_PER_TOKEN)
+    return tokens_for_chars(len(text))
+
+
+def tokens_for_chars(chars: int) -> int:
+    """``estimate_tokens`` of a text known only by its length."""
+    return math.ceil(chars / CHARS_PER_TOKEN)
 
 
 def estimated_usage(prompt_text: str, answer_text: str) -> Usage:

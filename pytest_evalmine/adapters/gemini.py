@@ -410,7 +410,7 @@ class GeminiAdapter:
     ) -> None:
         self.api_key_env = api_key_env
         self.base_url = base_url.rstrip("/")
-        self._clients = ClientHolder()
+        self._clients = ClientHolder(self.base_url)
 
     # -- planning ------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ import asyncio
 import email.utils
 import json
 import os
+import ssl
 import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
@@ -60,14 +61,16 @@ def secrets_in(headers: Mapping[str, str]) -> list[str]:
 class ClientHolder:
     """One ``httpx.AsyncClient`` per event loop, created on first use.
 
-    An AsyncClient's connection pool is bound to the loop that opened it, and the dispatcher
-    runs a fresh loop (``asyncio.run``) per batch, then calls ``aclose``. A client found bound
-    to another loop is dropped rather than reused: awaiting its close from a foreign loop can
-    hang or raise, and its sockets die with their loop anyway.
+    An AsyncClient's connection pool is bound to the loop that opened it. In a session the
+    dispatcher runs every batch (look-ups, answers, judge) on one loop, so one client and its
+    keep-alive connections serve them all; a dispatcher of its own runs a loop per batch and
+    calls ``aclose`` after it. A client found bound to another loop is dropped rather than
+    reused: awaiting its close from a foreign loop can hang or raise, and its sockets die with
+    their loop anyway.
     """
 
-    def __init__(self, **client_options: Any) -> None:
-        self._options = client_options
+    def __init__(self, base_url: str = "", **client_options: Any) -> None:
+        self._options = {**client_options_for(base_url), **client_options}
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -83,6 +86,23 @@ class ClientHolder:
         self._client, self._loop = None, None
         if client is not None and not client.is_closed and loop is _running_loop():
             await client.aclose()
+
+
+def client_options_for(base_url: str) -> dict[str, Any]:
+    """Pool settings for a client of ``base_url``.
+
+    No pool limit: the dispatcher's per-provider concurrency bounds the connections in use,
+    and every one of them stays open for the next call (httpx keeps only 20 idle by default,
+    so at concurrency 32 most calls opened a new connection). A plain-http endpoint gets a
+    TLS context without trust anchors instead of one loading the certificate store (about
+    30 ms a client); it is never used, and would refuse any certificate if it were.
+    """
+    options: dict[str, Any] = {
+        "limits": httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    }
+    if base_url.startswith("http://"):
+        options["verify"] = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return options
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
-
 from .base import (
     SCHEMA_NATIVE,
     TEMPLATE_OVERHEAD_TOKENS,
@@ -47,7 +45,7 @@ class OllamaAdapter:
         self.num_ctx = num_ctx
         self.seed = seed
         self.digests: dict[str, str] = {}
-        self._clients = ClientHolder()
+        self._clients = ClientHolder(self.base_url)
 
     def schema_mode(self, request: Request) -> str | None:
         return SCHEMA_NATIVE if request.schema is not None else None
@@ -63,14 +61,12 @@ class OllamaAdapter:
         wanted = [name for name in dict.fromkeys(wanted) if name not in self.digests]
         if not wanted:
             return
-        # A client of its own, closed here: prepare runs on a loop of its own.
-        async with httpx.AsyncClient() as client:
-            listing = await get_json(
-                client,
-                f"{self.base_url}/api/tags",
-                PREPARE_TIMEOUT_S,
-                unreachable_hint="is `ollama serve` running?",
-            )
+        listing = await get_json(
+            self._clients.get(),
+            f"{self.base_url}/api/tags",
+            PREPARE_TIMEOUT_S,
+            unreachable_hint="is `ollama serve` running?",
+        )
         available = _digests_by_name(listing)
         missing = []
         for name in wanted:

@@ -132,7 +132,7 @@ class OpenAIAdapter:
         self.native_schema = native_schema
         self.served: list[dict[str, Any]] | None = None
         self._prepared = False
-        self._clients = ClientHolder()
+        self._clients = ClientHolder(self.base_url)
 
     def check_ready(self) -> None:
         self._api_key()
@@ -152,8 +152,9 @@ class OpenAIAdapter:
         key = self._api_key()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         try:
-            async with httpx.AsyncClient() as client:
-                listing = await get_json(client, f"{self.base_url}/models", 10, headers=headers)
+            listing = await get_json(
+                self._clients.get(), f"{self.base_url}/models", 10, headers=headers
+            )
             served = [
                 {"id": str(m.get("id")), "meta": m.get("meta")}
                 for m in listing.get("data", [])

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..adapters.base import Request, set_max_response_mb
+from ..adapters.base import CHARS_PER_TOKEN, Request, set_max_response_mb
 from ..adapters.builtin import default_registry
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError, RefusedError
-from ..judging.judge import judge_request
+from ..judging.judge import judge_request, judge_text_chars
 from ..judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
 from ..options import HOME_ENV, cap_from, check_values, record_mode
 from ..reports.render import money
@@ -34,6 +34,7 @@ from ..run.dispatch import (
     Progress,
 )
 from ..run.endpoints import Endpoint, from_suite, parse_option
+from ..run.loop import SessionLoop
 from ..run.prices import PriceTable, load_prices
 from ..run.records import ERROR as ERROR_OUTCOME
 from ..run.records import FAILED, NOT_RUN_BUDGET, PASSED, AnswerRecord
@@ -119,8 +120,11 @@ class EvalSession:
     cap_source: str = ""
     outcomes: dict[str, Outcome] = field(default_factory=dict)
     judge_registry: AdapterRegistry | None = None
+    # Every batch of the session runs on this loop: one HTTP client per provider throughout.
+    loop: SessionLoop = field(default_factory=SessionLoop)
     _store: Store | None = None
     _prices: PriceTable | None = None
+    _registry: AdapterRegistry | None = None
 
     # configuration --------------------------------------------------------------------
     @property
@@ -172,6 +176,13 @@ class EvalSession:
             raise EvalmineError(str(exc)) from None
 
     def default_registry(self) -> AdapterRegistry:
+        """The built-in adapters, one registry per session: answers and judge share each
+        provider's adapter, so its look-ups run once and its connections serve both."""
+        if self._registry is None:
+            self._registry = self._new_registry()
+        return self._registry
+
+    def _new_registry(self) -> AdapterRegistry:
         from ..adapters.fake import FakeOptions, parse_faults
 
         try:
@@ -184,8 +195,11 @@ class EvalSession:
         )
 
     def close(self) -> None:
-        if self._store is not None:
-            self._store.close()
+        try:
+            self.loop.close()
+        finally:
+            if self._store is not None:
+                self._store.close()
 
     # suites and items -------------------------------------------------------------------
     def load(self, path: Path) -> Suite:
@@ -273,6 +287,7 @@ class EvalSession:
             rpm=self.rpm_limits(),
             provider_concurrency={e.name: e.concurrency for e in self.endpoints() if e.concurrency},
             on_progress=on_progress,
+            loop=self.loop,
         )
 
     def judge_model_for(self, suite: Suite) -> str | None:
@@ -306,20 +321,11 @@ class EvalSession:
             if missing:
                 raise EvalmineError("; ".join(dict.fromkeys(missing)))
             planned = dispatcher.plan(spec.request() for spec in specs)
-            judge_planned = judging_dispatcher.plan(
-                self._judge_requests_for_estimate(specs, planned, dispatcher)
-            )
+            judging = self._judge_estimate(specs, planned, dispatcher, judging_dispatcher)
         except EvalmineError as exc:  # an unpriced model, or a provider without an adapter
             raise RefusedError(f"refused before spending: {exc}") from None
         answers = dispatcher.estimate(planned)
-        judging = judging_dispatcher.estimate(judge_planned)
-        self.estimate = estimate = Estimate(
-            calls=answers.calls + judging.calls,
-            cached=answers.cached + judging.cached,
-            uncached=answers.uncached + judging.uncached,
-            cost_usd=answers.cost_usd + judging.cost_usd,
-            already_committed_usd=answers.already_committed_usd,
-        )
+        self.estimate = estimate = answers + judging
         available = dispatcher.cap_usd - estimate.already_committed_usd
         if estimate.cost_usd > available:
             committed = (
@@ -337,41 +343,63 @@ class EvalSession:
             )
         return planned
 
-    def _judge_requests_for_estimate(
-        self, specs: list[ItemSpec], planned: list[Planned], dispatcher: Dispatcher
-    ) -> list[Request]:
-        """The judge calls this selection will need. An answer already cached is used as it
-        is, so a fully cached rerun estimates its judge calls as cached too; any other answer
-        is assumed to fill max_tokens (about four characters a token)."""
+    def _judge_estimate(
+        self,
+        specs: list[ItemSpec],
+        planned: list[Planned],
+        dispatcher: Dispatcher,
+        judging: Dispatcher,
+    ) -> Estimate:
+        """The judge calls this selection will need. A pair whose two answers are cached is
+        judged on them, so a fully cached rerun estimates its judge calls as cached too; the
+        calls of any other pair are new and priced from sizes, an answer not yet cached
+        assumed to fill max_tokens (about four characters a token)."""
         reads = dispatcher.record != "all"
-        texts: dict[tuple[Path, str, str, str], str] = {}
+        # Per item: the cached answer's text, or None, and the answer's length for sizing.
+        answers: dict[tuple[Path, str, str, str], tuple[str | None, int]] = {}
         for spec, plan in zip(specs, planned, strict=True):
             hit = self.store.get(plan.key) if reads else None
-            # Never sent; distinct per model so the two orders do not collapse into one key.
-            placeholder = f"{len(texts)}:" + "x" * (4 * spec.task.params.max_tokens)
             key = (spec.suite.path, spec.task.id, spec.case.id, spec.model)
-            texts[key] = hit.response.text if hit else placeholder
-        requests = []
+            if hit is not None:
+                answers[key] = (hit.response.text, len(hit.response.text))
+            else:
+                answers[key] = (None, CHARS_PER_TOKEN * spec.task.params.max_tokens)
+        orders = (BASELINE_FIRST, CANDIDATE_FIRST)
+        buildable: list[Request] = []
+        estimate = Estimate(0, 0, 0, 0.0, 0.0)
         for suite in {spec.suite.path: spec.suite for spec in specs}.values():
             judge_model = self.judge_model_for(suite)
             models = self.models_for(suite)
             if judge_model is None or len(models) < 2:
                 continue
             baseline = models[0]
+            sized: list[int] = []
+            like: Planned | None = None
             for task in suite.tasks:
                 if not task.judge:
                     continue
                 for case in task.cases:
-                    base_text = texts.get((suite.path, task.id, case.id, baseline))
+                    base = answers.get((suite.path, task.id, case.id, baseline))
                     for candidate in models[1:]:
-                        cand_text = texts.get((suite.path, task.id, case.id, candidate))
-                        if base_text is None or cand_text is None:
+                        cand = answers.get((suite.path, task.id, case.id, candidate))
+                        if base is None or cand is None:
                             continue
                         pair = Pair(suite.name, task.id, case.id, baseline, candidate)
-                        answers = {baseline: base_text, candidate: cand_text}
-                        for order in (BASELINE_FIRST, CANDIDATE_FIRST):
-                            requests.append(judge_request(judge_model, suite, pair, order, answers))
-        return requests
+                        if base[0] is not None and cand[0] is not None:
+                            texts = {baseline: base[0], candidate: cand[0]}
+                            buildable += [
+                                judge_request(judge_model, suite, pair, order, texts)
+                                for order in orders
+                            ]
+                            continue
+                        if like is None:  # resolves the judge's adapter and price
+                            empty = {baseline: "", candidate: ""}
+                            request = judge_request(judge_model, suite, pair, orders[0], empty)
+                            like = judging.plan([request])[0]
+                        sized += [judge_text_chars(suite, pair, base[1] + cand[1])] * len(orders)
+            if like is not None:
+                estimate = estimate + judging.estimate_by_size(like, sized)
+        return estimate + judging.estimate(judging.plan(buildable))
 
     def dispatch(
         self, dispatcher: Dispatcher, specs: list[ItemSpec], planned: list[Planned] | None = None

@@ -91,8 +91,7 @@ def rubric_for(suite: Suite, task_id: str) -> str:
 
 def task_prompt(suite: Suite, task_id: str, case_id: str) -> str:
     """The task's prompt as the models were asked it for one case."""
-    task = suite.task(task_id)
-    return suite.render(task, next(c for c in task.cases if c.id == case_id)).prompt
+    return suite.render(suite.task(task_id), suite.case(task_id, case_id)).prompt
 
 
 def judge_request(
@@ -133,6 +132,17 @@ def judge_request(
             "candidate": pair.candidate,
         },
     )
+
+
+def judge_text_chars(suite: Suite, pair: Pair, answer_chars: int) -> int:
+    """The length of ``judge_request``'s system and prompt for answers of ``answer_chars``
+    characters together, without building it (the template is filled by plain
+    substitution, so lengths add up)."""
+    skeleton = PROMPT_TEMPLATE.format(
+        task_prompt="", rubric=rubric_for(suite, pair.task), answer_1="", answer_2=""
+    )
+    asked = task_prompt(suite, pair.task, pair.case)
+    return len(SYSTEM_PROMPT) + len(skeleton) + len(asked) + answer_chars
 
 
 def parse_verdict(text: str) -> tuple[str | None, str]:

@@ -12,7 +12,6 @@ import contextlib
 import dataclasses
 import math
 import random
-import threading
 import warnings
 import weakref
 from collections.abc import Callable, Coroutine, Iterable
@@ -27,11 +26,12 @@ from ..adapters.base import (
     Response,
     Usage,
     cache_key,
-    estimate_tokens,
+    tokens_for_chars,
 )
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError, EvalmineWarning
 from ..redaction import count_redacted, redact
+from .loop import SessionLoop
 from .prices import PriceRow, PriceTable, declared_row
 from .store import Store, process_owner
 
@@ -57,12 +57,15 @@ class Planned:
     price: PriceRow
 
     def _input_text(self) -> str:
-        text = (self.request.system or "") + self.request.prompt
+        return (self.request.system or "") + self.request.prompt + self._schema_text()
+
+    def _schema_text(self) -> str:
+        """The schema as it is counted into the input when the adapter puts it in the prompt."""
         if self.request.schema is not None and self.adapter.schema_mode(self.request) == (
             SCHEMA_PROMPTED
         ):
-            text += str(self.request.schema)
-        return text
+            return str(self.request.schema)
+        return ""
 
     @property
     def max_cost_usd(self) -> float:
@@ -76,7 +79,14 @@ class Planned:
     @property
     def estimated_cost_usd(self) -> float:
         """Pre-run estimate: input at about four characters a token, output at max_tokens."""
-        input_tokens = estimate_tokens(self._input_text()) + ESTIMATE_OVERHEAD_TOKENS
+        request = self.request
+        return self.estimated_cost_for(len(request.system or "") + len(request.prompt))
+
+    def estimated_cost_for(self, text_chars: int) -> float:
+        """The estimate of a request like this one whose system and prompt are
+        ``text_chars`` characters long (the schema, when prompted, is added)."""
+        input_chars = text_chars + len(self._schema_text())
+        input_tokens = tokens_for_chars(input_chars) + ESTIMATE_OVERHEAD_TOKENS
         return self.price.cost(
             Usage(input_tokens=input_tokens, output_tokens=self.request.max_tokens)
         )
@@ -110,6 +120,16 @@ class Estimate:
     cost_usd: float
     already_committed_usd: float
 
+    def __add__(self, other: Estimate) -> Estimate:
+        """Both batches' calls; the ledger's committed amount is the run's, counted once."""
+        return Estimate(
+            calls=self.calls + other.calls,
+            cached=self.cached + other.cached,
+            uncached=self.uncached + other.uncached,
+            cost_usd=self.cost_usd + other.cost_usd,
+            already_committed_usd=max(self.already_committed_usd, other.already_committed_usd),
+        )
+
 
 @dataclass
 class Progress:
@@ -134,6 +154,8 @@ class Dispatcher:
     # Per-provider concurrency where it differs from ``concurrency`` (e.g. a one-slot server).
     provider_concurrency: dict[str, int] = field(default_factory=dict)
     on_progress: Callable[[Progress], None] | None = None
+    # The session's loop, shared with its other dispatchers; None: a loop per batch.
+    loop: SessionLoop | None = None
     owner: str = field(default_factory=process_owner)
     budget_exhausted: bool = False
     _in_flight: int = field(default=0, init=False, repr=False)
@@ -237,6 +259,18 @@ class Dispatcher:
             already_committed_usd=self.store.committed(self.run_token),
         )
 
+    def estimate_by_size(self, like: Planned, text_chars: list[int]) -> Estimate:
+        """Calls that cannot be built yet (the judge of answers still to come), known by the
+        length of their system and prompt: each is new, so uncached, priced like ``like``."""
+        sent = [] if self.record == "none" else text_chars
+        return Estimate(
+            calls=len(text_chars),
+            cached=0,
+            uncached=len(sent),
+            cost_usd=sum(like.estimated_cost_for(chars) for chars in sent),
+            already_committed_usd=self.store.committed(self.run_token),
+        )
+
     def run(self, planned: list[Planned]) -> dict[str, Outcome]:
         """Send everything concurrently; returns an outcome for every key."""
         return self._run_coroutine(self._run_all(planned))
@@ -256,18 +290,17 @@ class Dispatcher:
             result.append(outcome)
         return result
 
-    @staticmethod
-    def _run_coroutine(coroutine: Coroutine[Any, Any, T]) -> T:
+    def _run_coroutine(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        if self.loop is not None:
+            self.loop.attach(self.registry)
+            return self.loop.run(coroutine)
+        # A dispatcher outside a session: a loop for this batch, its connections closed after.
+        loop = SessionLoop()
+        loop.attach(self.registry)
         try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(coroutine)
-        # Called from inside a running loop (an async test): keep ours on its own thread.
-        result: list[T] = []
-        thread = threading.Thread(target=lambda: result.append(asyncio.run(coroutine)))
-        thread.start()
-        thread.join()
-        return result[0]
+            return loop.run(coroutine)
+        finally:
+            loop.close()
 
     async def _run_all(self, planned: list[Planned]) -> dict[str, Outcome]:
         self._in_flight = 0
@@ -289,10 +322,7 @@ class Dispatcher:
                 self.on_progress(progress)
             return outcome
 
-        try:
-            outcomes = await asyncio.gather(*(one(item) for item in unique.values()))
-        finally:
-            await self.registry.aclose()
+        outcomes = await asyncio.gather(*(one(item) for item in unique.values()))
         return {outcome.key: outcome for outcome in outcomes}
 
     async def _one(self, item: Planned, limit: asyncio.Semaphore) -> Outcome:

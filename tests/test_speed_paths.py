@@ -1,0 +1,138 @@
+"""The shortcuts taken for speed give the answers of the long way (issue 10): the JSONL case
+fast path accepts only what the schema accepts, the judge estimate from sizes equals the one
+from built prompts, and the session loop keeps one HTTP client across batches."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from pytest_evalmine.adapters.base import Request
+from pytest_evalmine.adapters.builtin import default_registry
+from pytest_evalmine.adapters.http import ClientHolder
+from pytest_evalmine.judging.judge import judge_request, judge_text_chars
+from pytest_evalmine.judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
+from pytest_evalmine.run.dispatch import Dispatcher
+from pytest_evalmine.run.loop import SessionLoop
+from pytest_evalmine.run.prices import load_prices
+from pytest_evalmine.run.store import Store
+from pytest_evalmine.suite.loader import _plain_case, _validator, load_suite
+
+from .http_server import Reply, running_server
+
+CASE_LINES: list[Any] = [
+    {"id": "a"},
+    {"id": "case-1", "vars": {"n": 1, "text": "hi", "ok": True, "x": 1.5}},
+    {"id": "A.b_c-9", "vars": {}},
+    {"id": "x" * 80},
+    {"id": "x" * 81},
+    {"id": "-lead"},
+    {"id": "a b"},
+    {"id": "a\n"},
+    {"id": ""},
+    {"id": 7},
+    {"vars": {"n": 1}},
+    {"id": "a", "extra": 1},
+    {"id": "a", "vars": {"9bad": 1}},
+    {"id": "a", "vars": {"ok": None}},
+    {"id": "a", "vars": {"ok": [1]}},
+    {"id": "a", "vars": {"ok": {"x": 1}}},
+    {"id": "a", "vars": []},
+    ["id", "a"],
+    "a",
+    None,
+]
+
+
+@pytest.mark.parametrize("line", CASE_LINES, ids=range(len(CASE_LINES)))
+def test_the_case_fast_path_accepts_only_what_the_schema_accepts(line: Any) -> None:
+    if _plain_case(line):
+        assert not list(_validator("case").iter_errors(line))
+
+
+def test_the_case_fast_path_takes_the_plain_lines() -> None:
+    assert all(_plain_case(line) for line in CASE_LINES[:4])
+
+
+SUITE = """\
+version: 1
+suite: sized
+models: [fake/a, fake/b]
+judge: {model: fake/judge, rubric: "Prefer the shorter answer."}
+defaults: {max_tokens: 50}
+tasks:
+  - id: reply
+    kind: rewrite
+    rubric: "Be kind."
+    prompt: "Reply to: {{ msg }}"
+    cases:
+      - {id: late, vars: {msg: "my order is late"}}
+      - {id: long, vars: {msg: "a much longer message, with ünïcödé in it"}}
+"""
+
+
+def test_the_judge_size_is_the_built_prompts_size(tmp_path: Path) -> None:
+    path = tmp_path / "sized.eval.yaml"
+    path.write_text(SUITE)
+    suite = load_suite(path)
+    for case in suite.tasks[0].cases:
+        pair = Pair(suite.name, "reply", case.id, "fake/a", "fake/b")
+        answers = {"fake/a": "x" * 17, "fake/b": "é" * 200}
+        for order in (BASELINE_FIRST, CANDIDATE_FIRST):
+            built = judge_request("fake/judge", suite, pair, order, answers)
+            assert judge_text_chars(suite, pair, 217) == len(built.system or "") + len(built.prompt)
+
+
+def test_an_estimate_by_size_prices_like_the_built_request(tmp_path: Path) -> None:
+    dispatcher = Dispatcher(
+        registry=default_registry(),
+        store=Store(tmp_path / "cache.sqlite"),
+        prices=load_prices(),
+        run_token="run",
+        cap_usd=10.0,
+    )
+    schema = {"type": "object", "properties": {"w": {"type": "string"}}}
+    built = [Request(model="fake/m", prompt="p" * n, system="s", schema=schema) for n in (9, 4001)]
+    planned = dispatcher.plan(built)
+    by_size = dispatcher.estimate_by_size(planned[0], [10, 4002])
+    assert by_size.cost_usd == pytest.approx(sum(p.estimated_cost_usd for p in planned))
+    assert (by_size.calls, by_size.cached, by_size.uncached) == (2, 0, 2)
+
+
+def test_the_session_loop_keeps_one_client_across_batches() -> None:
+    holder = ClientHolder("http://127.0.0.1")
+    loop = SessionLoop()
+
+    async def client() -> httpx.AsyncClient:
+        return holder.get()
+
+    try:
+        first, second = loop.run(client()), loop.run(client())
+        assert first is second and not first.is_closed
+    finally:
+        loop.close()
+    loop.close()  # twice is harmless
+
+
+def test_connections_are_reused_across_batches_on_the_session_loop() -> None:
+    with running_server() as server:
+        server.add(*(Reply.json(200, {"ok": i}) for i in range(6)))
+        holder = ClientHolder(server.url)
+        loop = SessionLoop()
+
+        async def batch() -> None:
+            client = holder.get()
+            await asyncio.gather(*(client.get(server.url) for _ in range(3)))
+
+        try:
+            loop.run(batch())
+            loop.run(batch())
+        finally:
+            loop.run(holder.aclose())
+            loop.close()
+        assert len(server.requests) == 6
+        assert server.connections <= 3
