@@ -12,8 +12,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import httpx
-
 from ..redaction import redact
 from .base import (
     SCHEMA_NATIVE,
