@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import httpcore  # noqa: F401
 import numpy  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
@@ -15,6 +16,9 @@ import scipy.stats  # noqa: F401
 # The statistics import numpy and scipy when first needed. pytester's in-process runs unload
 # every module imported during the run, and numpy refuses to load twice in one process, so
 # the test process loads them once, up front (a real pytest run imports them once anyway).
+# httpcore likewise: httpx imports it lazily but keeps the exception map of its first import,
+# so an httpcore loaded anew after a pytester run would raise exceptions httpx no longer maps
+# (httpcore.ConnectError escaping instead of httpx.ConnectError).
 
 SMALL_SUITE = """\
 version: 1

@@ -1,0 +1,202 @@
+"""Runs every benchmark and writes docs/benchmarks.md: the machine, the exact commands, each
+goal of issue 10 with its figure before (benchmarks/baseline.json, measured once on the
+commit it names) and now, and the scaling series on the fake adapter. ``tox -e bench``.
+
+    python benchmarks/report.py [--repeat 3] [--cases 1000 5000 10000] [--output PATH]
+                                [--save-baseline]
+
+Figures are medians over ``--repeat`` runs (the machine may be shared). Wall times move with
+the load; CPU seconds move much less, so both are shown.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import bench_loopback
+import bench_scale
+
+ROOT = Path(__file__).resolve().parent.parent
+BASELINE = Path(__file__).resolve().parent / "baseline.json"
+LOOPBACK = "python benchmarks/bench_loopback.py --cases 200 --latency 0.1 --concurrency 32"
+CPU = "python benchmarks/bench_loopback.py --cases 200 --latency 0 --concurrency 64"
+SCALE = "python benchmarks/bench_scale.py --cases"
+
+
+def measure_all(repeat: int, cases: list[int]) -> dict[str, Any]:
+    loopback = bench_loopback.median_of(
+        [bench_loopback.measure(200, 0.1, 32) for _ in range(repeat)]
+    )
+    cpu = bench_loopback.median_of([bench_loopback.measure(200, 0.0, 64) for _ in range(repeat)])
+    scale = [_median_scale([bench_scale.measure(n) for _ in range(repeat)]) for n in cases]
+    return {
+        "commit": _git("rev-parse", "--short", "HEAD"),
+        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "load": _load(),
+        "repeat": repeat,
+        "loopback": loopback,
+        "cpu": cpu,
+        "scale": scale,
+    }
+
+
+def _median_scale(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, capture_output=True, text=True, check=False
+    ).stdout.strip()
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.1f} / {five:.1f} / {fifteen:.1f} (1 / 5 / 15 min)"
+
+
+def _machine() -> list[str]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        platform.processor() or "unknown",
+    ) if Path("/proc/cpuinfo").exists() else platform.processor()  # fmt: skip
+    return [
+        f"- {os.cpu_count()} CPU(s): {cpu}",
+        f"- {platform.system()} {platform.release()}, Python {platform.python_version()}",
+    ]
+
+
+def _scale_at(result: dict[str, Any], cases: int) -> dict[str, float] | None:
+    return next((row for row in result["scale"] if row["cases"] == cases), None)
+
+
+def _goal_rows(before: dict[str, Any], now: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    def loop(result: dict[str, Any]) -> dict[str, str]:
+        lb, cpu = result["loopback"], result["cpu"]
+        return {
+            "cold": f"{lb['cold']['wall_s']:.2f} s ({lb['cold']['cpu_s']:.2f} s CPU)",
+            "window": f"{lb['window_ratio']:.2f}x ({lb['cold']['window_s']:.2f} s)",
+            "warm": f"{lb['warm']['wall_s']:.2f} s, {lb['warm']['requests']:.0f} requests",
+            "connections": f"{lb['cold']['connections']:.0f} for {lb['cold']['requests']:.0f}",
+            "cpu": f"{cpu['cpu_ms_per_request']:.2f} ms",
+            "in_flight": f"{cpu['cold']['max_in_flight']:.0f} of 64",
+        }
+
+    def scale(result: dict[str, Any]) -> dict[str, str]:
+        row = _scale_at(result, 10000)
+        if row is None:
+            return dict.fromkeys(("collection", "cold_scale", "warm_scale", "rss"), "not measured")
+        return {
+            "collection": f"{row['collection_s']:.2f} s",
+            "cold_scale": f"{row['cold_s']:.0f} s ({row['cold_cpu_s']:.0f} s CPU)",
+            "warm_scale": f"{row['warm_s']:.0f} s ({row['warm_cpu_s']:.0f} s CPU)",
+            "rss": f"{row['cold_rss_mb']:.0f} / {row['warm_rss_mb']:.0f} MB",
+        }
+
+    b, n = {**loop(before), **scale(before)}, {**loop(now), **scale(now)}
+    goals = [
+        ("800 requests, 100 ms, concurrency 32: whole process", "<= 3.5 s", "cold"),
+        ("request window / physical limit (2.5 s)", "<= 1.15x", "window"),
+        ("warm rerun", "<= 1.0 s, 0 requests", "warm"),
+        ("TCP connections (server-side accepts)", "count", "connections"),
+        ("client CPU per request, 0 ms, concurrency 64", "<= 0.7 ms", "cpu"),
+        ("most requests in flight, 0 ms, concurrency 64", "count", "in_flight"),
+        ("10,000 cases x 2 models + judge: collection", "<= 2 s", "collection"),
+        ("10,000 cases: cold run (40,000 calls)", "<= 60 s", "cold_scale"),
+        ("10,000 cases: warm rerun", "<= 20 s", "warm_scale"),
+        ("10,000 cases: peak RSS cold / warm", "< 300 MB", "rss"),
+    ]
+    rows = [(label, goal, b[key], n[key]) for label, goal, key in goals]
+    return rows
+
+
+def render(before: dict[str, Any], now: dict[str, Any], cases: list[int], repeat: int) -> str:
+    lines = [
+        "# Benchmarks",
+        "",
+        "Written by `tox -e bench` (`python benchmarks/report.py`); numbers for people, never",
+        "thresholds in tests (tests/test_request_counts.py counts connections and SQLite",
+        "transactions instead). Goals from issue 10.",
+        "",
+        "## Machine",
+        "",
+        *_machine(),
+        f"- before: commit {before['commit']}, {before['measured']}, load {before['load']}",
+        f"- now: commit {now['commit']}, {now['measured']}, load {now['load']}",
+        "",
+        "The machine is shared: wall times move with the load, CPU seconds much less. Each",
+        f"figure is the median of {repeat} run(s). Measured processes run with Python's",
+        "bytecode cache on (benchmarks/common.py), as on a user's machine.",
+        "",
+        "## Commands",
+        "",
+        "```",
+        f"{LOOPBACK} --repeat {repeat}",
+        f"{CPU} --repeat {repeat}",
+        f"{SCALE} {' '.join(map(str, cases))}",
+        "```",
+        "",
+        "## Goals",
+        "",
+        "| what | goal | before | now |",
+        "|---|---|---|---|",
+    ]
+    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in _goal_rows(before, now)]
+    lines += [
+        "",
+        "CPU per request: CPU seconds of the cold process minus those of its warm rerun (which",
+        "does all the rest: start-up, collection, planning, cache reads, reports), divided by",
+        "the requests sent. Request window: first request received to last reply sent, seen",
+        "by the server.",
+        "",
+        "## Scaling on the fake adapter (cases x 2 models, judged in both orders)",
+        "",
+        "| cases | calls | collection | cold wall (CPU) | warm wall (CPU) | peak RSS cold / warm |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, result in (("before", before), ("now", now)):
+        for row in result["scale"]:
+            lines.append(
+                f"| {row['cases']:.0f} ({label}) | {4 * row['cases']:.0f} | "
+                f"{row['collection_s']:.2f} s | {row['cold_s']:.1f} s ({row['cold_cpu_s']:.1f} s) "
+                f"| {row['warm_s']:.1f} s ({row['warm_cpu_s']:.1f} s) | "
+                f"{row['cold_rss_mb']:.0f} / {row['warm_rss_mb']:.0f} MB |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--cases", type=int, nargs="*", default=[1000, 5000, 10000])
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    parser.add_argument(
+        "--save-baseline", action="store_true", help="store this run as the 'before' figures"
+    )
+    args = parser.parse_args()
+    now = measure_all(args.repeat, args.cases)
+    if args.save_baseline:
+        BASELINE.write_text(json.dumps(now, indent=1) + "\n")
+        print(f"wrote {BASELINE}")
+        return
+    before = json.loads(BASELINE.read_text())
+    args.output.write_text(render(before, now, args.cases, args.repeat))
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    main()
