@@ -32,12 +32,12 @@ CPU = "python benchmarks/bench_loopback.py --cases 200 --latency 0 --concurrency
 SCALE = "python benchmarks/bench_scale.py --cases"
 
 
-def measure_all(repeat: int, cases: list[int]) -> dict[str, Any]:
+def measure_all(repeat: int, cases: list[int], scale_repeat: int) -> dict[str, Any]:
     loopback = bench_loopback.median_of(
         [bench_loopback.measure(200, 0.1, 32) for _ in range(repeat)]
     )
     cpu = bench_loopback.median_of([bench_loopback.measure(200, 0.0, 64) for _ in range(repeat)])
-    scale = [_median_scale([bench_scale.measure(n) for _ in range(repeat)]) for n in cases]
+    scale = [_median_scale([bench_scale.measure(n) for _ in range(scale_repeat)]) for n in cases]
     return {
         "commit": _git("rev-parse", "--short", "HEAD"),
         "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
@@ -123,7 +123,9 @@ def _goal_rows(before: dict[str, Any], now: dict[str, Any]) -> list[tuple[str, s
     return rows
 
 
-def render(before: dict[str, Any], now: dict[str, Any], cases: list[int], repeat: int) -> str:
+def render(
+    before: dict[str, Any], now: dict[str, Any], cases: list[int], repeat: int, scale_repeat: int
+) -> str:
     lines = [
         "# Benchmarks",
         "",
@@ -136,9 +138,11 @@ def render(before: dict[str, Any], now: dict[str, Any], cases: list[int], repeat
         *_machine(),
         f"- before: commit {before['commit']}, {before['measured']}, load {before['load']}",
         f"- now: commit {now['commit']}, {now['measured']}, load {now['load']}",
+        *([f"- before, {before['scale_note']}"] if before.get("scale_note") else []),
         "",
         "The machine is shared: wall times move with the load, CPU seconds much less. Each",
-        f"figure is the median of {repeat} run(s). Measured processes run with Python's",
+        f"loopback figure is the median of {repeat} run(s), each scaling point of "
+        f"{scale_repeat}. Measured processes run with Python's",
         "bytecode cache on (benchmarks/common.py), as on a user's machine.",
         "",
         "## Commands",
@@ -146,7 +150,7 @@ def render(before: dict[str, Any], now: dict[str, Any], cases: list[int], repeat
         "```",
         f"{LOOPBACK} --repeat {repeat}",
         f"{CPU} --repeat {repeat}",
-        f"{SCALE} {' '.join(map(str, cases))}",
+        f"{SCALE} {' '.join(map(str, cases))}  # x {scale_repeat}",
         "```",
         "",
         "## Goals",
@@ -182,18 +186,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--cases", type=int, nargs="*", default=[1000, 5000, 10000])
+    parser.add_argument("--scale-repeat", type=int, default=1, help="runs per scaling point")
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument(
         "--save-baseline", action="store_true", help="store this run as the 'before' figures"
     )
     args = parser.parse_args()
-    now = measure_all(args.repeat, args.cases)
+    now = measure_all(args.repeat, args.cases, args.scale_repeat)
     if args.save_baseline:
         BASELINE.write_text(json.dumps(now, indent=1) + "\n")
         print(f"wrote {BASELINE}")
         return
     before = json.loads(BASELINE.read_text())
-    args.output.write_text(render(before, now, args.cases, args.repeat))
+    args.output.write_text(render(before, now, args.cases, args.repeat, args.scale_repeat))
     print(f"wrote {args.output}")
 
 

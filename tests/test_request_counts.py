@@ -21,8 +21,10 @@ POSTS = CASES * 2 + CASES * 2
 # Per request paid for: claim, reserve, store the answer with its settlement, finish the
 # claim. Batching (issue 10, item 3) is expected to lower this; it must never grow.
 WRITES_PER_CALL = 4
-# The schema created when the cache file is opened.
-WRITES_AT_START = 1
+# Per run, whatever its size: the schema when the cache file is opened, and what the adapters
+# learnt from their servers, remembered after each of the three plannings (answers, the
+# judge's estimate, the judge).
+WRITES_PER_RUN = 4
 
 
 def verdict_reply(number: int) -> Reply:
@@ -120,7 +122,7 @@ def test_one_connection_pool_serves_answers_and_judge_and_writes_stay_bounded(
     assert 1 <= server.connections <= CONCURRENCY
     kinds = statements.kinds
     assert kinds["BEGIN"] == kinds["COMMIT"] + kinds["ROLLBACK"]
-    assert kinds["BEGIN"] <= WRITES_AT_START + WRITES_PER_CALL * POSTS
+    assert kinds["BEGIN"] <= WRITES_PER_RUN + WRITES_PER_CALL * POSTS
 
 
 def test_a_warm_rerun_sends_only_the_model_listing_and_writes_nothing_per_call(
@@ -134,4 +136,4 @@ def test_a_warm_rerun_sends_only_the_model_listing_and_writes_nothing_per_call(
     # The listing decides cache keys, so it is read again; every answer and verdict is cached.
     assert [r.method for r in server.requests[requests:]] == ["GET"]
     assert server.connections == connections + 1
-    assert statements.kinds["BEGIN"] - writes <= WRITES_AT_START
+    assert statements.kinds["BEGIN"] - writes <= WRITES_PER_RUN

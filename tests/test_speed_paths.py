@@ -1,17 +1,20 @@
 """The shortcuts taken for speed give the answers of the long way (issue 10): the JSONL case
 fast path accepts only what the schema accepts, the judge estimate from sizes equals the one
-from built prompts, and the session loop keeps one HTTP client across batches."""
+from built prompts, the session loop keeps one HTTP client across batches, and a response
+serialises as before."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from pytest_evalmine.adapters.base import Request
+from pytest_evalmine.adapters.base import Request, Response, Usage
 from pytest_evalmine.adapters.builtin import default_registry
 from pytest_evalmine.adapters.http import ClientHolder
 from pytest_evalmine.judging.judge import judge_request, judge_text_chars
@@ -136,3 +139,11 @@ def test_connections_are_reused_across_batches_on_the_session_loop() -> None:
             loop.close()
         assert len(server.requests) == 6
         assert server.connections <= 3
+
+
+def test_a_response_serialises_as_its_dataclass_fields() -> None:
+    response = Response(
+        text="x", usage=Usage(1, 2, 3, 4, False), latency_s=0.5, schema_mode="native"
+    )
+    assert response.to_json() == json.dumps(dataclasses.asdict(response), sort_keys=True)
+    assert Response.from_json(response.to_json()) == response
