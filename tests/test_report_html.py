@@ -371,3 +371,13 @@ def test_pytest_html_gets_the_banner_first_wrapped_answers_with_prompts_and_no_e
         assert "<p>prompt:</p>" in extra
     hostile = next(r for r in rows if "login-loop" in r["testId"])["extras"][0]["content"]
     assert IN_YAML not in hostile and html_escape(IN_YAML) in hostile
+
+
+def test_label_next_in_the_page_follows_the_suites_min_labels() -> None:
+    report = report_doc(False)
+    report["headline"]["calibration"]["min_labels"] = 0  # no task is short of labels
+    data = embedded_data(render_html(report, [pair_doc("a"), pair_doc("b", flip=True)]))
+    assert [data["pairs"][i]["case"] for i in data["next_order"]] == ["b"]
+    report["headline"]["calibration"]["min_labels"] = 1
+    data = embedded_data(render_html(report, [pair_doc("a"), pair_doc("b", flip=True)]))
+    assert [data["pairs"][i]["case"] for i in data["next_order"]] == ["b", "a"]

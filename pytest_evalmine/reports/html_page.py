@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..judging.headline import DAGGER
+from ..suite.loader import DEFAULT_MIN_LABELS
 from .labelling import KIND_TAGS, a_side, is_judged, label_fields, label_next, pair_id
 from .render import milliseconds, money
 from .sections import Section, changes_section, number, percent
@@ -66,7 +67,9 @@ def render_html(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> str:
     if report.get("changes"):
         parts.append(_section_html(changes_section(report["changes"]), "changes"))
     judged = [p for p in pairs if is_judged(p)]
-    min_labels = int((headline.get("calibration") or {}).get("min_labels") or 1)
+    # The suite's gate (0 allowed); a report without one gets the loader's default.
+    min_labels = _float((headline.get("calibration") or {}).get("min_labels"))
+    min_labels = DEFAULT_MIN_LABELS if min_labels is None else int(min_labels)
     suggestions = label_next(judged, min_labels)
     if headline:
         parts.append(_label_next(suggestions))
