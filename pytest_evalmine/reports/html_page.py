@@ -95,13 +95,13 @@ def verdict_banner(report: dict[str, Any], element_id: str | None = "verdict") -
     )
     if not headline:
         note = report.get("judge_note") or "no judge verdicts in this run"
-        return f'{header} verdict-none"><strong>NO HEADLINE</strong>{_e(note)}{partial}</header>'
+        return f'{header} verdict-none"><strong>NO HEADLINE</strong> {_e(note)}{partial}</header>'
     rates = headline.get("win_rates") or []
     lines = "".join(f"<li>{_e(_rate_line(rate))}</li>" for rate in rates)
     if headline.get("headline_eligible"):
         cal = headline.get("calibration") or {}
         return (
-            f'{header} verdict-ok"><strong>ELIGIBLE</strong>'
+            f'{header} verdict-ok"><strong>ELIGIBLE</strong> '
             f"the judge agrees with your labels (kappa {_num(cal.get('kappa'))} on "
             f"{_e(cal.get('n', 0))} labels)<ul>{lines}</ul>{partial}</header>"
         )
@@ -114,7 +114,7 @@ def verdict_banner(report: dict[str, Any], element_id: str | None = "verdict") -
         reasons.append(str((headline.get("calibration") or {}).get("reason", "")))
     return (
         f'{header} verdict-uncalibrated">'
-        f"<strong>UNCALIBRATED</strong>{_e('; '.join(reasons))}<ul>{lines}</ul>{partial}</header>"
+        f"<strong>UNCALIBRATED</strong> {_e('; '.join(reasons))}<ul>{lines}</ul>{partial}</header>"
     )
 
 
