@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from pytest_evalmine.reports.html_page import render_html
-from pytest_evalmine.reports.labelling import a_side
+from pytest_evalmine.reports.labelling import a_side, pair_id
 
 from .test_judge_run import SMALL_SUITE
 from .test_report_html import HOSTILE, pair_doc, report_doc
@@ -169,7 +169,7 @@ def test_label_blind_copy_the_yaml_and_rerun_from_the_cache_with_kappa(
     for entry in entries:
         pair = pairs[(entry["task"], entry["case"])]
         choice = chosen[(entry["task"], entry["case"])]
-        side = a_side(pair)
+        side = a_side(pair_id(pair))
         other = "candidate" if side == "baseline" else "baseline"
         assert entry["prefer"] == {"A": side, "B": other, "tie": "tie"}[choice]
         assert (entry["baseline"], entry["candidate"]) == ("fake/alpha", "fake/beta")

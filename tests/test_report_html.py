@@ -3,6 +3,7 @@ pairs.jsonl, its escaping, its verdict banner, and the order of pairs to label."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from html import escape as html_escape
@@ -206,16 +207,21 @@ def test_old_or_partial_reports_render_without_failing() -> None:
 
 def test_a_b_sides_come_from_a_hash_of_the_pair() -> None:
     pairs = [pair_doc(case=f"c{i}") for i in range(200)]
-    sides = [a_side(p) for p in pairs]
-    assert sides == [a_side(dict(p)) for p in pairs]  # stable
+    sides = [a_side(pair_id(p)) for p in pairs]
+    assert sides == [a_side(pair_id(dict(p))) for p in pairs]  # stable
     assert 70 < sides.count("baseline") < 130  # not always the same side
     assert len({pair_id(p) for p in pairs}) == 200
+    # By hand: sha256 of the canonical JSON list, 16 hex digits, even -> baseline is A.
+    text = '["triage","c0","fake/alpha","fake/beta"]'
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    assert pair_id(pairs[0]) == digest
+    assert sides[0] == ("baseline" if int(digest[-1], 16) % 2 == 0 else "candidate")
 
 
 def test_the_embedded_mapping_and_fields_give_the_label_yaml() -> None:
     pair = pair_doc(case='quote"d: case')
     entry = embedded_data(render_html(report_doc(False), [pair]))["pairs"][0]
-    side = a_side(pair)
+    side = a_side(pair_id(pair))
     assert entry["prefer"] == {"A": side, "B": "candidate" if side == "baseline" else "baseline"}
     assert entry["A"]["text"] == pair[f"{side}_text"]
     line = "  - {" + label_fields(pair) + f", prefer: {entry['prefer']['B']}" + "}"

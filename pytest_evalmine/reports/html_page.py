@@ -278,7 +278,8 @@ def labelling_data(
 
 
 def _pair_entry(pair: dict[str, Any]) -> dict[str, Any]:
-    a = a_side(pair)
+    identifier = pair_id(pair)
+    a = a_side(identifier)
     b = "candidate" if a == "baseline" else "baseline"
     letter = {a: "A", b: "B", "tie": "tie"}
     passes = []
@@ -299,7 +300,7 @@ def _pair_entry(pair: dict[str, Any]) -> dict[str, Any]:
         )
     label = pair.get("label")
     return {
-        "id": pair_id(pair),
+        "id": identifier,
         "task": pair["task"],
         "case": pair["case"],
         "prompt": pair.get("prompt") or "",

@@ -60,10 +60,11 @@ def pair_id(pair: dict[str, Any]) -> str:
     return sha256_hex([pair["task"], pair["case"], pair["baseline"], pair["candidate"]])[:16]
 
 
-def a_side(pair: dict[str, Any]) -> str:
-    """Which answer the page shows as A: ``baseline`` or ``candidate``, from the pair's hash
-    (not its position in the run), so a labeller cannot learn that A is always the baseline."""
-    return "baseline" if int(pair_id(pair), 16) % 2 == 0 else "candidate"
+def a_side(identifier: str) -> str:
+    """Which answer the page shows as A, from the pair's ``pair_id``: ``baseline`` or
+    ``candidate`` (not its position in the run), so a labeller cannot learn that A is always
+    the baseline."""
+    return "baseline" if int(identifier, 16) % 2 == 0 else "candidate"
 
 
 def is_judged(pair: dict[str, Any]) -> bool:
