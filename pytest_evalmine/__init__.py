@@ -24,17 +24,23 @@ _EXPORTS = {
     "default_registry": "pytest_evalmine.adapters.builtin",
     "EvalClient": "pytest_evalmine.run.client",
     "EvalmineError": "pytest_evalmine.errors",
+    "CheckInput": "pytest_evalmine.scoring.checkers",
+    "Verdict": "pytest_evalmine.scoring.checkers",
+    "NO_GOLD": "pytest_evalmine.suite.loader",
 }
 
 __all__ = [
+    "NO_GOLD",
     "Adapter",
     "AdapterError",
     "AdapterRegistry",
+    "CheckInput",
     "EvalClient",
     "EvalmineError",
     "Request",
     "Response",
     "Usage",
+    "Verdict",
     "__version__",
     "code_fingerprint",
     "default_registry",
@@ -46,6 +52,8 @@ if TYPE_CHECKING:
     from .adapters.registry import AdapterRegistry
     from .errors import EvalmineError
     from .run.client import EvalClient
+    from .scoring.checkers import CheckInput, Verdict
+    from .suite.loader import NO_GOLD
 
 
 def __getattr__(name: str) -> Any:

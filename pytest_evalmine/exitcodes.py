@@ -6,6 +6,7 @@ REFUSED_BEFORE_SPENDING = 10
 STOPPED_OVER_BUDGET = 11
 CALIBRATION_GATE_FAILED = 12  # reserved for the judge and calibration gate
 RELEASE_GATE_BLOCKED = 13  # the release gate says Block
+REGRESSION_FAILED = 14  # a case of a regression task did not pass for some model
 RELEASE_GATE_INVESTIGATE = 15  # the release gate says Investigate
 
 # What each code means, in the words the terminal's last line, the CLI and the MCP server use.
@@ -21,6 +22,7 @@ MEANINGS = {
     STOPPED_OVER_BUDGET: "stopped over budget: the report is partial",
     CALIBRATION_GATE_FAILED: "calibration gate: a win rate is not headline-eligible",
     RELEASE_GATE_BLOCKED: "release gate: Block",
+    REGRESSION_FAILED: "a regression task failed: some model missed a case it must pass",
     RELEASE_GATE_INVESTIGATE: "release gate: Investigate",
 }
 

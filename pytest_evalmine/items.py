@@ -15,7 +15,7 @@ import pytest
 
 from .engine.session import ItemSpec
 from .errors import EvalmineError
-from .stash import eval_session
+from .stash import add_conftest_checks, eval_session
 
 
 def run_eval_item(evalmine_answer: Any) -> None:
@@ -26,6 +26,7 @@ def run_eval_item(evalmine_answer: Any) -> None:
 class SuiteFile(pytest.File):
     def collect(self) -> Iterator[pytest.Item | pytest.Collector]:
         session = eval_session(self.config)
+        add_conftest_checks(self.config)
         suite = session.load(self.path)
         specs = session.specs_for(suite)
         for task in suite.tasks:
@@ -92,10 +93,22 @@ class ItemAnswer:
             return
         if record.error:
             pytest.fail(f"{record.outcome}: {record.error}", pytrace=False)
-        failed = next(c for c in record.checks if not c["passed"])
-        tail = (record.text or "")[-400:]
-        pytest.fail(
-            f"check {failed['name']!r} failed: {failed['message']}\n"
-            f"answer ({record.model}, last {len(tail)} characters):\n{tail}",
-            pytrace=False,
-        )
+        pytest.fail(failure_text(record), pytrace=False)
+
+
+def failure_text(record: Any) -> str:
+    """Like a pytest assertion failure: each failed check with what was expected and what
+    the answer gave, then the answer's tail."""
+    lines = []
+    for check in record.checks:
+        if check["passed"]:
+            continue
+        lines.append(f"check {check['name']!r} failed: {check['message']}")
+        if check.get("expected") is not None:
+            lines.append(f"  expected: {check['expected']}")
+        if check.get("got") is not None:
+            lines.append(f"  got:      {check['got']}")
+    tail = (record.text or "")[-400:]
+    lines.append(f"answer ({record.model}, last {len(tail)} characters):")
+    lines.append(tail)
+    return "\n".join(lines)

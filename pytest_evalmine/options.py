@@ -239,6 +239,21 @@ OPTIONS: tuple[Option, ...] = (
         "read before runs that read the cache",
         metavar="beside|DIR",
     ),
+    Option(
+        "suite",
+        "run a built-in suite by name: gsm8k-160, e2e-extract-150 (repeatable; data "
+        "downloaded on first use, or read from EVALMINE_DATA)",
+        kind="list",
+        default=[],
+        metavar="NAME",
+    ),
+    Option(
+        "limit",
+        "only the first N cases of each task, in file order",
+        kind="int",
+        minimum=1,
+        metavar="N",
+    ),
     Option("glob", "file name pattern of suite files (ini only)", default="*.eval.yaml", cli=False),
 )
 

@@ -25,6 +25,7 @@ from .stash import (
     FINISHED_KEY,
     RECORD_ATTRIBUTE,
     SUMMARY_KEY,
+    add_conftest_checks,
     eval_session,
     is_active,
     run_token,
@@ -68,6 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
             from .run.prices import load_prices
 
             load_prices(Path(config.rootpath) / values["prices"])
+        if values["suite"]:
+            _add_builtin_suites(config, values["suite"])
     except (ValueError, EvalmineError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(Reporter(config), "evalmine-reporter")
@@ -80,6 +83,18 @@ def pytest_configure(config: pytest.Config) -> None:
         "evalmine(suite, task, kind, model, provider): a suite item; select with e.g. "
         "-m \"evalmine(kind='classify')\" or -m \"evalmine(model='fake/a')\"",
     )
+
+
+def _add_builtin_suites(config: pytest.Config, names: list[str]) -> None:
+    """``--evalmine-suite=NAME``: prepare each built-in suite file and collect it; without
+    paths on the command line, only them (not the testpaths)."""
+    from .suite.builtin import materialize
+
+    home = eval_session(config).home
+    paths = [str(materialize(name, home)) for name in names]
+    explicit = config.args_source == pytest.Config.ArgsSource.ARGS
+    kept = list(config.args) if explicit else []
+    config.args = kept + [path for path in paths if path not in kept]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -209,6 +224,11 @@ def evalmine_answer(request: pytest.FixtureRequest, evalmine_answers: dict[str, 
 
     # On the item, so the report carries them (to the xdist controller too) into --junitxml.
     item.user_properties.extend(item_properties(record))
+    raised = session.check_errors.get(spec_id(item.spec))
+    if raised is not None:
+        # The user's exception from the user's own frame down: our frames are hidden.
+        __tracebackhide__ = True
+        raise raised.error.with_traceback(raised.traceback)
     if record.outcome == "error":
         pytest.fail(f"provider error: {record.error}", pytrace=False)
     return ItemAnswer(record)
@@ -500,6 +520,8 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     registry = _registry(config)
     specs: list[Any] = []
     try:
+        add_conftest_checks(config)
+        specs = []
         for relative in files:
             suite = evalsession.load(root / relative)
             specs += [

@@ -38,6 +38,19 @@ def eval_session(config: pytest.Config) -> EvalSession:
     return session
 
 
+def add_conftest_checks(config: pytest.Config) -> None:
+    """Hand the checks of every ``pytest_evalmine_checks`` hook loaded so far to the
+    session. Called before each suite file is loaded, so a conftest beside it counts."""
+    checks: dict[str, object] = {}
+    for answer in config.hook.pytest_evalmine_checks():
+        if isinstance(answer, dict):
+            checks.update(answer)
+        else:
+            checks.update({function.__name__: function for function in answer})
+    if checks:
+        eval_session(config).add_user_checks(checks)
+
+
 def run_token(config: pytest.Config) -> str:
     """The session's run token: the controller's for an xdist worker, so that the ledger
     (one cap) and the call claims (one call per request) span every worker."""

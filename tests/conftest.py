@@ -114,3 +114,51 @@ def latest_answers(root: Path, suite: str = "small") -> list[dict[str, Any]]:
 def cached_keys(root: Path) -> set[str]:
     with sqlite3.connect(root / ".evalmine" / "cache.sqlite") as db:
         return {row[0] for row in db.execute("SELECT key FROM answers")}
+
+
+def shared_data() -> Path:
+    """The public data sets (``shared/data`` beside the repository, as CI lays it out; from
+    a git worktree, beside the main checkout)."""
+    repo = Path(__file__).resolve().parents[1]
+    candidates = [repo.parent / "shared" / "data"]
+    git = repo / ".git"
+    if git.is_file():  # a worktree: ".git" names <main>/.git/worktrees/<name>
+        gitdir = Path(git.read_text("utf-8").split(":", 1)[1].strip())
+        candidates.append(gitdir.parents[2].parent / "shared" / "data")
+    for candidate in candidates:
+        if (candidate / "gsm8k" / "test.jsonl").is_file():
+            return candidate
+    pytest.fail(f"the shared data sets are missing; looked in {[str(c) for c in candidates]}")
+
+
+# A conftest for pytester runs whose answers are scripted by the case: the variable
+# ``reply_<model name>`` (dashes as underscores), else ``reply``, is the answer text.
+SCRIPTED_CONFTEST = """\
+import pytest
+from pytest_evalmine import AdapterRegistry, Response, Usage
+
+
+class Scripted:
+    name = "scripted"
+    version = "1"
+
+    def schema_mode(self, request):
+        return "native" if request.schema else None
+
+    async def complete(self, request):
+        replies = request.context["vars"]
+        own = "reply_" + request.model.split("/", 1)[1].replace("-", "_")
+        text = str(replies.get(own, replies.get("reply", "")))
+        return Response(text=text, usage=Usage(input_tokens=5, output_tokens=5), latency_s=0.0,
+                        schema_mode=self.schema_mode(request))
+
+    async def aclose(self):
+        pass
+
+
+@pytest.fixture(scope="session")
+def evalmine_adapters():
+    registry = AdapterRegistry()
+    registry.register("fake", Scripted)
+    return registry
+"""

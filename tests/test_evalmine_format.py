@@ -236,7 +236,9 @@ def test_execution_check_is_refused_with_its_reason(
     with pytest.raises(SuiteError) as info:
         load_suite(suite_file)
     assert info.value.path == where
-    assert "not supported yet; reserved by spec section 2 'Reserved keys'" in info.value.problem
+    assert (
+        "'checks: [{exec: {run: ...}}]'; see spec section 2 'Reserved keys'" in info.value.problem
+    )
     assert "\n" not in str(info.value)
 
 

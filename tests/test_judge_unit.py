@@ -237,7 +237,7 @@ def test_judge_record_fields(tmp_path: Path) -> None:
         "prompt_template_version": PROMPT_TEMPLATE_VERSION,
         "verdict_schema_hash": canonical_sha(VERDICT_SCHEMA),
     }
-    assert PROMPT_TEMPLATE_VERSION == "1"
+    assert PROMPT_TEMPLATE_VERSION == "2"  # 2: each answer's check outcome (M19)
 
 
 def test_judge_record_follows_rubrics_not_prompts(tmp_path: Path) -> None:

@@ -174,6 +174,8 @@ def test_pair_to_dict_is_json_with_candidate_verdict_per_pass() -> None:
         "excluded",
         "passes",
         "score",
+        "judge_score",
+        "check_override",
         "category",
         "flip",
         "outcome",

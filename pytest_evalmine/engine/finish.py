@@ -12,6 +12,7 @@ from pathlib import Path
 from ..adapters.registry import AdapterRegistry
 from ..exitcodes import (
     CALIBRATION_GATE_FAILED,
+    REGRESSION_FAILED,
     RELEASE_GATE_BLOCKED,
     RELEASE_GATE_INVESTIGATE,
     STOPPED_OVER_BUDGET,
@@ -88,6 +89,8 @@ def finish_run(
             gate_config=gate_from_spec(session.settings.gate)
             if session.settings.gate
             else suite.gate,
+            regression_tasks=tuple(t.id for t in suite.tasks if t.regression),
+            score_only=len(models) == 1 or not any(t.judge for t in suite.tasks),
         )
         previous = _previous_report(session, suite, report_root)
         if previous is not None:
@@ -130,13 +133,15 @@ def _write_recording(
 
 def exit_code(finished: Sequence[FinishedSuite]) -> int | None:
     """Our exit code for the run, or None to keep pytest's: a budget stop first, then the
-    release gate (Block, then Investigate), then the calibration gate where the suite or the
-    option asks for it."""
+    release gate's Block, then a failed regression task, then the gate's Investigate, then
+    the calibration gate where the suite or the option asks for it."""
     if any(f.summary.partial for f in finished):
         return STOPPED_OVER_BUDGET
     verdicts = {f.summary.gate.verdict for f in finished if f.summary.gate is not None}
     if BLOCK in verdicts:
         return RELEASE_GATE_BLOCKED
+    if any(f.summary.regression_failures for f in finished):
+        return REGRESSION_FAILED
     if INVESTIGATE in verdicts:
         return RELEASE_GATE_INVESTIGATE
     for item in finished:

@@ -41,7 +41,8 @@ from ..run.records import FAILED, NOT_RUN_BUDGET, PASSED, AnswerRecord
 from ..run.records import REPLAY_MISS as REPLAY_MISS_OUTCOME
 from ..run.runtoken import new_run_token
 from ..run.store import Store
-from ..scoring.checks import check_answer
+from ..scoring.checkers import BUILTIN, CheckerInfo, UserCheckError, user_checker
+from ..scoring.item import EXEC, score_answer, validate_checks
 from ..suite.canonical import sha256_hex
 from ..suite.loader import Case, Suite, Task, load_suite, model_problem
 
@@ -122,6 +123,9 @@ class EvalSession:
     judge_registry: AdapterRegistry | None = None
     # Every batch of the session runs on this loop: one HTTP client per provider throughout.
     loop: SessionLoop = field(default_factory=SessionLoop)
+    checkers: dict[str, CheckerInfo] = field(default_factory=lambda: dict(BUILTIN))
+    check_errors: dict[str, UserCheckError] = field(default_factory=dict)
+    executed: dict[str, dict[int, Any]] = field(default_factory=dict)
     _store: Store | None = None
     _prices: PriceTable | None = None
     _registry: AdapterRegistry | None = None
@@ -202,10 +206,31 @@ class EvalSession:
                 self._store.close()
 
     # suites and items -------------------------------------------------------------------
+    def add_user_checks(self, checks: dict[str, Any]) -> None:
+        """Checks from conftest hooks, by name. A name of a built-in or reserved check, or
+        one name given two different functions, is refused."""
+        from ..scoring.checkers import RESERVED
+
+        for name, function in checks.items():
+            if name in BUILTIN or name in RESERVED:
+                raise EvalmineError(
+                    f"pytest_evalmine_checks: {name!r} is a built-in check name; choose another"
+                )
+            known = self.checkers.get(name)
+            # The same hook answers again for every suite file collected: not a conflict.
+            if known is not None and known.source is not function:
+                raise EvalmineError(f"pytest_evalmine_checks: two hooks define the check {name!r}")
+            self.checkers[name] = CheckerInfo(
+                user_checker(name, function), needs_reference=False, builtin=False, source=function
+            )
+
     def load(self, path: Path) -> Suite:
         path = Path(path)
         if path not in self.suites:
-            self.suites[path] = suite = load_suite(path, shown=relative_to(path, self.rootdir))
+            shown = relative_to(path, self.rootdir)
+            suite = load_suite(path, shown=shown)
+            validate_checks(suite, self.checkers, shown)
+            self.suites[path] = suite
             recording = self.recording_for(suite)
             if recording is not None and self.record_mode != "all":
                 from .recording import read_recording
@@ -248,12 +273,14 @@ class EvalSession:
         return models
 
     def specs_for(self, suite: Suite) -> list[ItemSpec]:
-        """Items in file order of tasks and cases, then model order (deterministic for xdist)."""
+        """Items in file order of tasks and cases (the first ``--evalmine-limit`` of each
+        task), then model order (deterministic for xdist)."""
         models = self.models_for(suite)
+        limit = self.settings.limit
         return [
             ItemSpec(suite, task, case, model)
             for task in suite.tasks
-            for case in task.cases
+            for case in (task.cases[:limit] if limit else task.cases)
             for model in models
         ]
 
@@ -409,7 +436,25 @@ class EvalSession:
         outcomes = dispatcher.run_each(planned)
         for spec, outcome in zip(specs, outcomes, strict=True):
             self.outcomes[spec_id(spec)] = outcome
+        self.execute_checks(specs, outcomes)
         return self.outcomes
+
+    def execute_checks(self, specs: list[ItemSpec], outcomes: list[Outcome]) -> None:
+        """Every execution check of the answers that arrived, at once on the bounded pool,
+        before any item reads its record. Never cached: they run on every run."""
+        from ..scoring.execution import ExecJob, run_exec_checks
+
+        jobs = [
+            ExecJob((spec_id(spec), index), outcome.response.text, check.options,
+                    spec.case.reference(check))
+            for spec, outcome in zip(specs, outcomes, strict=True)
+            if outcome.status == OK and outcome.response is not None
+            and outcome.response.text.strip()
+            for index, check in enumerate(spec.task.checks)
+            if check.name == EXEC
+        ]  # fmt: skip
+        for (item, index), check in run_exec_checks(jobs).items():
+            self.executed.setdefault(item, {})[index] = check
 
     # records ----------------------------------------------------------------------------
     def record_for(self, spec: ItemSpec, outcome: Outcome) -> AnswerRecord:
@@ -437,8 +482,24 @@ class EvalSession:
             record.error = outcome.error
             return record
         response = outcome.response
-        result = check_answer(response.text, spec.task.schema, spec.task.schema_refs)
         record.text = response.text
+        try:
+            result = score_answer(
+                response.text,
+                spec.task.schema,
+                spec.task.checks,
+                spec.case,
+                self.checkers,
+                task=spec.task.id,
+                model=spec.model,
+                executed=self.executed.get(spec_id(spec)),
+                refs=spec.task.schema_refs,
+            )
+        except UserCheckError as exc:
+            self.check_errors[spec_id(spec)] = exc
+            record.outcome, record.error = ERROR_OUTCOME, str(exc)
+            return record
+        record.score = result.score
         record.parsed = result.parsed
         record.checks = [dataclasses.asdict(check) for check in result.checks]
         record.schema_mode = response.schema_mode

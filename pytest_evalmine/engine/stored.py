@@ -140,6 +140,8 @@ def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
         judge_note=report.get("judge_note"),
         changes=report.get("changes"),
         gate_config=_gate_config(report.get("gate")),
+        regression_tasks=tuple(report.get("regressions", {}).get("tasks", ())),
+        score_only=bool(report.get("score_only", False)),
     )
 
 

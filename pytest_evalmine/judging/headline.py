@@ -13,7 +13,7 @@ from ..run.records import AnswerRecord
 from ..suite.loader import Suite
 from .calibration import Calibration, calibrate, calibrate_per_candidate
 from .judge import JudgeRecord, judge_pairs, judge_record, task_prompt
-from .pairs import Pair, plan_pairs
+from .pairs import Pair, apply_check_overrides, plan_pairs
 from .winrate import PositionBias, WinRate, exclusions, position_bias, win_rates
 
 DAGGER = "\u2020"
@@ -50,6 +50,9 @@ class Headline:
     def judge_cost_if_uncached_usd(self) -> float:
         return sum(j.cost_if_uncached_usd for p in self.pairs for j in p.passes)
 
+    def check_overrides(self, candidate: str) -> int:
+        return sum(p.check_override for p in self.pairs if p.candidate == candidate)
+
     @property
     def judge_not_run(self) -> bool:
         return any(p.excluded == "judge_not_run" for p in self.pairs)
@@ -73,6 +76,9 @@ class Headline:
                 for rate in self.overall
             },
             "exclusions": self.excluded,
+            "check_overrides": {
+                c.candidate: self.check_overrides(c.candidate) for c in self.overall
+            },
             "pairs": {
                 "total": len(self.pairs),
                 "judged": sum(p.judged for p in self.pairs),
@@ -103,6 +109,7 @@ def run_headline(
     for pair in pairs:
         pair.prompt = task_prompt(suite, pair.task, pair.case)
     judge_pairs(pairs, records, suite, judge_model, dispatcher)
+    apply_check_overrides(pairs, records)
     return headline_from_pairs(suite, pairs, models, judge_model, gate_on=gate_on)
 
 

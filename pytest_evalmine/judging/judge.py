@@ -19,7 +19,7 @@ from ..suite.canonical import sha256_hex
 from ..suite.loader import Suite
 from .pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
 
-PROMPT_TEMPLATE_VERSION = "1"
+PROMPT_TEMPLATE_VERSION = "2"
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -145,6 +145,22 @@ def judge_text_chars(suite: Suite, pair: Pair, answer_chars: int) -> int:
     return len(SYSTEM_PROMPT) + len(skeleton) + len(asked) + answer_chars
 
 
+def with_check_outcome(record: AnswerRecord) -> str:
+    """The answer as the judge sees it: its text, then (for a task with checks) the checks'
+    outcome, so the judge knows which answer is verifiably right (M19)."""
+    text = record.text or ""
+    own = [c for c in record.checks if c.get("score") is not None]
+    if not own:
+        return text
+    failed = [f"{c['name']}: {c['message']}" for c in own if not c["passed"]]
+    outcome = (
+        "FAILED: " + "; ".join(failed)
+        if failed
+        else "passed (" + ", ".join(c["name"] for c in own) + ")"
+    )
+    return f"{text}\n\n[Deterministic checks of this answer: {outcome}]"
+
+
 def parse_verdict(text: str) -> tuple[str | None, str]:
     """(winner, reason) from a judge answer; winner None when it is unusable."""
     result = check_answer(text, VERDICT_SCHEMA)
@@ -168,7 +184,7 @@ def judge_pairs(
     unusable, the pair is excluded as judge_unparseable. A provider error excludes it as
     judge_error. Nothing raises past this function for a provider's sake.
     """
-    answers = {(r.task, r.case, r.model): r.text or "" for r in records}
+    answers = {(r.task, r.case, r.model): with_check_outcome(r) for r in records}
     orders = (BASELINE_FIRST, CANDIDATE_FIRST)
     todo = [p for p in pairs if p.excluded is None]
     for repeat in (0, 1):

@@ -78,6 +78,8 @@ class Pair:
     baseline_checks: list[dict[str, Any]] = field(default_factory=list)
     candidate_checks: list[dict[str, Any]] = field(default_factory=list)
     label: str | None = None
+    # M19: the judge preferred the side whose checks failed over one whose checks passed.
+    check_override: bool = False
 
     @property
     def judged(self) -> bool:
@@ -88,8 +90,18 @@ class Pair:
         return [v for v in (p.candidate_verdict for p in self.passes) if v is not None]
 
     @property
-    def score(self) -> float | None:
+    def judge_score(self) -> float | None:
+        """The score the judge's two verdicts give, before any check override."""
         return SCORES[frozenset(self.verdicts)] if self.judged else None
+
+    @property
+    def score(self) -> float | None:
+        """The candidate's score: the judge's, unless overridden to the side whose checks
+        passed (1 for the candidate, 0 for the baseline)."""
+        score = self.judge_score
+        if score is None or not self.check_override:
+            return score
+        return 0.0 if score > 0.5 else 1.0
 
     @property
     def flip(self) -> bool:
@@ -100,6 +112,8 @@ class Pair:
         """win / loss / tie (both passes agree), soft_win / soft_loss (one tie), flip."""
         if not self.judged:
             return None
+        if self.check_override:
+            return WIN if self.score == 1.0 else LOSS
         verdicts = set(self.verdicts)
         if len(verdicts) == 1:
             return verdicts.pop()
@@ -109,8 +123,9 @@ class Pair:
 
     @property
     def category(self) -> str | None:
-        """The judge's preference for kappa: candidate above 0.5, baseline below, else tie."""
-        score = self.score
+        """The judge's preference for kappa: candidate above 0.5, baseline below, else tie.
+        Calibration measures the judge, so a check override does not change it."""
+        score = self.judge_score
         if score is None:
             return None
         return "candidate" if score > 0.5 else "baseline" if score < 0.5 else "tie"
@@ -128,7 +143,13 @@ class Pair:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data.update(score=self.score, category=self.category, flip=self.flip, outcome=self.outcome)
+        data.update(
+            score=self.score,
+            judge_score=self.judge_score,
+            category=self.category,
+            flip=self.flip,
+            outcome=self.outcome,
+        )
         for entry, judge_pass in zip(data["passes"], self.passes, strict=True):
             entry["candidate_verdict"] = judge_pass.candidate_verdict
         return data
@@ -145,11 +166,31 @@ def exclusion_reason(record: AnswerRecord | None) -> str | None:
     if record.outcome == PASSED:
         return None
     if record.outcome == FAILED:
-        for name, reason in (("answer", "empty_answer"), ("parse", "parse_fail")):
+        for name, reason in (
+            ("answer", "empty_answer"),
+            ("parse", "parse_fail"),
+            ("schema", "schema_fail"),
+        ):
             if record.check_passed(name) is False:
                 return reason
-        return "schema_fail"
+        return None  # only the task's own checks failed: judged, and M19 applies
     return "missing_answer"
+
+
+def apply_check_overrides(pairs: Sequence[Pair], records: Sequence[AnswerRecord]) -> None:
+    """M19, in code: a judged pair where the judge prefers the answer whose checks failed
+    over the one whose checks passed is overridden to the passing side."""
+    passed = {(r.task, r.case, r.model): r.outcome == PASSED for r in records}
+    for pair in pairs:
+        score = pair.judge_score
+        if score is None or score == 0.5:
+            continue
+        baseline_ok = passed[(pair.task, pair.case, pair.baseline)]
+        candidate_ok = passed[(pair.task, pair.case, pair.candidate)]
+        preferred_ok, other_ok = (
+            (candidate_ok, baseline_ok) if score > 0.5 else (baseline_ok, candidate_ok)
+        )
+        pair.check_override = other_ok and not preferred_ok
 
 
 def plan_pairs(

@@ -14,11 +14,10 @@ from typing import Any
 
 from ..judging.headline import DAGGER
 from ..redaction import redact
-from ..run.records import AnswerRecord
 from .html_page import render_html
 from .render import markdown_table, money
 from .sections import Section, flagged, number, percent, report_sections
-from .summary import RunSummary
+from .summary import RunSummary, failure_reason
 
 # mkstemp creates files 0600; reports should get the permissions any other file would.
 _UMASK = os.umask(0)
@@ -93,7 +92,7 @@ def render_markdown(summary: RunSummary) -> str:
     problems = [r for r in summary.records if r.outcome != "passed"]
     if problems:
         lines += ["## Items that did not pass", ""]
-        rows = [(r.task, r.case, r.model, r.outcome, _reason(r)) for r in problems]
+        rows = [(r.task, r.case, r.model, r.outcome, failure_reason(r)) for r in problems]
         lines += [*markdown_table(("task", "case", "model", "outcome", "why"), rows), ""]
     lines += ["## How to reproduce", "", "```", summary.command, "```", ""]
     lines += ["## Decision log entry (paste into DECISIONS.md and complete)", ""]
@@ -149,10 +148,3 @@ def decision_entry(summary: RunSummary) -> list[str]:
         "",
     ]
     return lines
-
-
-def _reason(record: AnswerRecord) -> str:
-    if record.error:
-        return record.error
-    failed = next((c for c in record.checks if not c["passed"]), None)
-    return f"{failed['name']}: {failed['message']}" if failed else ""

@@ -7,8 +7,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..run.records import ERROR, FAILED, NOT_RUN_BUDGET, PASSED, REPLAY_MISS, AnswerRecord
-from ..stats.estimators import interval_dict, percentile
-from ..stats.proportions import Proportion
+from ..stats.estimators import Interval, interval_dict, mean, percentile, seed_from
+from ..stats.proportions import Proportion, wilson_interval
+from ..stats.resample import Cluster, mean_interval
 
 
 @dataclass(frozen=True)
@@ -122,3 +123,73 @@ def _check_rates(answered: Sequence[AnswerRecord]) -> dict[str, Rate]:
         )
         for name in names
     }
+
+
+@dataclass(frozen=True)
+class TaskScore:
+    """One model's checks on one task (``task`` None: over every task): pass rate with a
+    Wilson interval, mean item score with a Bayesian bootstrap interval, both 95 %, over the
+    items whose answer arrived and was scored (n)."""
+
+    model: str
+    task: str | None
+    n: int
+    passed: int
+    pass_interval: Interval | None
+    mean_score: float | None
+    score_interval: Interval | None
+    not_scored: int
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.n if self.n else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "task": self.task,
+            "n": self.n,
+            "passed": self.passed,
+            "pass_rate": self.pass_rate,
+            "pass_interval": interval_dict(self.pass_interval),
+            "mean_score": self.mean_score,
+            "score_interval": interval_dict(self.score_interval),
+            "not_scored": self.not_scored,
+        }
+
+
+def task_scores(
+    records: Sequence[AnswerRecord], models: Sequence[str], seed_text: str
+) -> list[TaskScore]:
+    """Per model (in order): each task in first-seen order, then the overall row. The score
+    bootstrap is seeded from ``seed_text`` (the suite hash), model and task, so reruns
+    reproduce it."""
+    tasks = list(dict.fromkeys(r.task for r in records))
+    rows = []
+    for model in models:
+        mine = [r for r in records if r.model == model]
+        for task in [*tasks, None]:
+            chosen = [r for r in mine if task is None or r.task == task]
+            scored = [r for r in chosen if r.score is not None]
+            scores = [r.score for r in scored if r.score is not None]
+            passed = sum(r.outcome == PASSED for r in scored)
+            # Items are the clusters; the overall row keeps each task's share (strata).
+            interval = mean_interval(
+                [Cluster(r.task, r.score, 1) for r in scored if r.score is not None],
+                low_end=0.0,
+                high_end=1.0,
+                seed=seed_from(seed_text, "score", model, task or ""),
+            )
+            rows.append(
+                TaskScore(
+                    model=model,
+                    task=task,
+                    n=len(scored),
+                    passed=passed,
+                    pass_interval=wilson_interval(passed, len(scored)),
+                    mean_score=mean(scores),
+                    score_interval=interval,
+                    not_scored=len(chosen) - len(scored),
+                )
+            )
+    return rows

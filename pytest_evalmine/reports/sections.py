@@ -16,9 +16,11 @@ from ..judging.gate import GateResult
 from ..judging.headline import DAGGER, Headline
 from ..judging.winrate import WinRate
 from ..scoring.paired import ModelComparison
+from ..stats.estimators import Interval
 from .labelling import label_next
 from .render import HEADERS, money, proportion_text, scorecard_rows
-from .summary import RunSummary
+from .scorecard import TaskScore
+from .summary import RunSummary, failure_reason
 
 Table = tuple[Sequence[str], Sequence[Sequence[str]]]
 
@@ -114,10 +116,11 @@ def calibration_section(headline: Headline) -> Section:
 def win_rate_section(headline: Headline, scores: Any) -> Section:
     section = Section("Win rates (candidate vs baseline)")
     for rate in headline.overall:
+        overrides = headline.check_overrides(rate.candidate)
         section.lines.append(
             f"{rate.candidate}: {flagged(rate)}, {rate.title()}; {_counts(rate)}; "
             f"flip rate {proportion_text(rate.flips)}; backed by {rate.calibration_labels} "
-            "labels of this candidate"
+            "labels of this candidate" + (f"; check_override {overrides}" if overrides else "")
         )
         if not rate.headline_eligible:
             section.lines.append(
@@ -189,7 +192,18 @@ def scorecard_section(summary: RunSummary) -> Section:
         section.lines.append(
             "PARTIAL RUN: the cost cap was reached; items marked not_run_budget were not sent"
         )
-    section.tables.append((HEADERS, scorecard_rows(summary.scores)))
+    headers, rows = list(HEADERS), [list(row) for row in scorecard_rows(summary.scores)]
+    if not summary.score_only:
+        # Two or more models: one score column per task, rows in the scorecard's model order.
+        tasks = [t.task for t in summary.task_scores if t.model == summary.models[0] and t.task]
+        for task in tasks:
+            headers.append(f"{task} score")
+            for row, score in zip(rows, summary.scores, strict=True):
+                cell = next(
+                    t for t in summary.task_scores if (t.model, t.task) == (score.model, task)
+                )
+                row.append(_score_cell(cell))
+    section.tables.append((headers, rows))
     section.footer.append(
         f"cost: {money(summary.spent_usd)} this run, {money(summary.if_uncached_usd)} if "
         f"uncached (answers and judge); cap {money(summary.cap_usd)} ({summary.cap_source}); "
@@ -201,6 +215,13 @@ def scorecard_section(summary: RunSummary) -> Section:
         if judge
         else ""
     )
+    executed = [c for r in summary.records for c in r.checks if c["name"] == "exec"]
+    if executed:
+        isolated = all(c["message"].endswith("network: isolated") for c in executed)
+        section.footer.append(
+            f"execution checks: {len(executed)} run, {sum(c['passed'] for c in executed)} "
+            f"passed; network: {'isolated' if isolated else 'not isolated'}"
+        )
     section.footer.append(
         f"calls: {summary.calls_made} made, {summary.calls_cached} cached{judge_calls}; "
         "outcomes: " + ", ".join(f"{k} {v}" for k, v in summary.outcomes.items())
@@ -318,13 +339,61 @@ def changes_section(changes: dict[str, Any]) -> Section:
     return section
 
 
+def _score_cell(row: TaskScore) -> str:
+    if row.mean_score is None:
+        return "-"
+    return f"{row.mean_score:.2f} ({row.passed}/{row.n} passed)"
+
+
+def _interval(interval: Interval | None, show: Any) -> str:
+    return f" [{show(interval.low)}, {show(interval.high)}]" if interval else ""
+
+
+def scores_section(summary: RunSummary) -> Section:
+    """One model or no judged task: each model's pass rate and mean score per task and
+    overall, each with its 95 % interval and n, where the judge's sections would stand."""
+    section = Section("Scores (95 % intervals: Wilson for the pass rate, bootstrap for the mean)")
+    rows = [
+        (
+            row.model,
+            row.task or "(all tasks)",
+            str(row.n),
+            percent(row.pass_rate) + _interval(row.pass_interval, percent),
+            number(row.mean_score) + _interval(row.score_interval, number),
+        )
+        for row in summary.task_scores
+    ]
+    section.tables.append((("model", "task", "n", "pass rate", "mean score"), rows))
+    unscored = sum(row.not_scored for row in summary.task_scores if row.task is None)
+    if unscored:
+        section.footer.append(f"not scored (no answer, or a check raised): {unscored} item(s)")
+    return section
+
+
+def regressions_section(summary: RunSummary) -> Section:
+    """First in every report when a regression task failed: these block (exit 14)."""
+    failures = summary.regression_failures
+    section = Section(f"REGRESSIONS FAILED: {len(failures)} item(s) of regression tasks")
+    section.lines.append(
+        f"regression tasks ({', '.join(summary.regression_tasks)}) must pass every case for "
+        "every model"
+    )
+    rows = [(r.task, r.case, r.model, r.outcome, failure_reason(r)) for r in failures]
+    section.tables.append((("task", "case", "model", "outcome", "why"), rows))
+    return section
+
+
 def report_sections(summary: RunSummary) -> list[Section]:
-    """calibration, win rates, release gate, scorecard, per task, exclusions, label next,
-    paired comparison, what changed."""
+    """regressions (when one failed), calibration, win rates, release gate, scorecard, per
+    task, exclusions, label next, paired comparison, what changed."""
     headline = summary.headline
     sections: list[Section] = []
+    if summary.regression_failures:
+        sections.append(regressions_section(summary))
     if headline is not None:
         sections += [calibration_section(headline), win_rate_section(headline, summary.scores)]
+    elif summary.score_only:
+        sections.append(scores_section(summary))
     elif summary.judge_note:
         sections.append(Section("Judge", lines=[summary.judge_note]))
     if summary.gate is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -16,7 +16,7 @@ from ..judging.headline import Headline
 from ..options import GateConfig
 from ..run.records import AnswerRecord
 from ..scoring.paired import ModelComparison, compare_models
-from .scorecard import ModelScore, score_models
+from .scorecard import ModelScore, TaskScore, score_models, task_scores
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -46,6 +46,10 @@ class RunSummary:
     judge_note: str | None = None
     changes: dict[str, Any] | None = None
     gate_config: GateConfig | None = None
+    regression_tasks: tuple[str, ...] = ()
+    # One model, or no judged task: the Scores section stands where the judge's would.
+    score_only: bool = False
+    task_scores: list[TaskScore] = field(default_factory=list)
 
     @cached_property
     def paired(self) -> list[ModelComparison]:
@@ -57,6 +61,14 @@ class RunSummary:
         if self.gate_config is None:
             return None
         return evaluate_gate(self.gate_config, self.headline, self.paired)
+
+    @property
+    def regression_failures(self) -> list[AnswerRecord]:
+        """Items of regression tasks that did not pass, for any reason (A4: every model must
+        pass every case)."""
+        return [
+            r for r in self.records if r.task in self.regression_tasks and r.outcome != "passed"
+        ]
 
     @property
     def answers_spent_usd(self) -> float:
@@ -136,13 +148,36 @@ class RunSummary:
             "record_mode": self.record_mode,
             "adapter_routing": self.adapter_routing,
             "scorecard": [score.to_dict() for score in self.scores],
+            "scores": [row.to_dict() for row in self.task_scores],
+            "score_only": self.score_only,
             "headline": self.headline.to_dict() if self.headline else None,
             "judge_note": self.judge_note,
             "paired": [comparison.to_dict() for comparison in self.paired],
             "gate": self.gate.to_dict() if self.gate else None,
+            "regressions": {
+                "tasks": list(self.regression_tasks),
+                "failed": [
+                    {
+                        "task": r.task,
+                        "case": r.case,
+                        "model": r.model,
+                        "outcome": r.outcome,
+                        "reason": failure_reason(r),
+                    }
+                    for r in self.regression_failures
+                ],
+            },
             "changes": self.changes,
             "command": self.command,
         }
+
+
+def failure_reason(record: AnswerRecord) -> str:
+    """Why an item did not pass, in one line: its error, else its first failed check."""
+    if record.error:
+        return record.error
+    failed = next((c for c in record.checks if not c["passed"]), None)
+    return f"{failed['name']}: {failed['message']}" if failed else ""
 
 
 def summarize(
@@ -166,5 +201,6 @@ def summarize(
         models_hash=models_hash,
         records=ordered,
         scores=score_models(ordered, models),
+        task_scores=task_scores(ordered, models, suite_hash),
         **context,
     )

@@ -21,6 +21,7 @@ class AnswerRecord:
     text: str | None = None
     parsed: Any = None
     checks: list[dict[str, Any]] = field(default_factory=list)
+    score: float | None = None  # in [0, 1] when an answer arrived (spec: "Checks")
     schema_mode: str | None = None
     finish_reason: str | None = None
     tokens: dict[str, int] = field(default_factory=dict)

@@ -9,14 +9,23 @@ from typing import Any
 
 from ..suite.refs import SchemaRefs, offline_validator
 
+ANSWER_CHECKS = ("answer", "parse", "schema")
 FENCED = re.compile(r"```[A-Za-z0-9_+-]*[ \t]*\r?\n(.*?)```", re.DOTALL)
 
 
 @dataclass(frozen=True)
 class Check:
+    """One check's verdict. ``score`` is in [0, 1] (None for the answer-level checks);
+    ``expected`` and ``got`` are short renderings for failure reports; ``runs`` records an
+    execution check's earlier blocks."""
+
     name: str
     passed: bool
     message: str = ""
+    score: float | None = None
+    expected: str | None = None
+    got: str | None = None
+    runs: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -31,6 +40,15 @@ class CheckResult:
     @property
     def failed(self) -> Check | None:
         return next((check for check in self.checks if not check.passed), None)
+
+    @property
+    def score(self) -> float:
+        """The item's score in [0, 1]: 0 when the answer is empty, does not parse or misses
+        its schema; else the mean of the configured checks' scores; else 1."""
+        if any(not c.passed for c in self.checks if c.name in ANSWER_CHECKS):
+            return 0.0
+        scores = [c.score for c in self.checks if c.score is not None]
+        return sum(scores) / len(scores) if scores else 1.0
 
     def status(self, name: str) -> bool | None:
         """True/False for a check that ran, None for one that did not."""

@@ -53,8 +53,8 @@ MODEL = re.compile(r"^[a-z0-9][a-z0-9_-]*/\S+$")
 # evalmine v1 keys this plugin cannot honour yet: refused with the reason, never ignored.
 RESERVED_KEYS = {
     "check": (
-        "execution checks (evalmine's 'check': a shell command run on the answer) are not "
-        "supported yet; reserved by spec section 2 'Reserved keys'"
+        "evalmine's 'check' is not read: write the execution check as the task's "
+        "'checks: [{exec: {run: ...}}]'; see spec section 2 'Reserved keys'"
     ),
 }
 
@@ -93,10 +93,40 @@ class Params:
         }
 
 
+class _NoGold:
+    """The sentinel for "this case names no gold value" (a gold of ``null`` is a value)."""
+
+    def __repr__(self) -> str:
+        return "NO_GOLD"
+
+
+NO_GOLD: Any = _NoGold()
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One entry of a task's ``checks`` list: a checker name and its options."""
+
+    name: str
+    options: dict[str, Any]
+    where: str  # the entry's path in the suite, for error lines
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
     vars: dict[str, Any]
+    gold: Any = NO_GOLD
+    expected: dict[str, Any] = field(default_factory=dict)
+
+    def reference(self, check: CheckSpec) -> Any:
+        """What ``check`` compares with: the case's ``expected`` entry for the check, else
+        the check's ``value`` option, else the case's ``gold`` (``NO_GOLD`` when none)."""
+        if check.name in self.expected:
+            return self.expected[check.name]
+        if "value" in check.options:
+            return check.options["value"]
+        return self.gold
 
 
 @dataclass(frozen=True)
@@ -114,6 +144,8 @@ class Task:
     schema_refs: SchemaRefs | None = field(default=None, repr=False, compare=False)
     prompt_template: Template | None = field(default=None, repr=False, compare=False)
     system_template: Template | None = field(default=None, repr=False, compare=False)
+    checks: tuple[CheckSpec, ...] = ()
+    regression: bool = False
 
 
 @dataclass(frozen=True)
@@ -567,6 +599,11 @@ def _build(
                 schema_refs=sources.schema_refs.get(index),
                 prompt_template=prompt_template,
                 system_template=system_template,
+                checks=tuple(
+                    _check_spec(entry, f"{where}.checks[{number}]")
+                    for number, entry in enumerate(raw.get("checks", ()))
+                ),
+                regression=bool(raw.get("regression", False)),
             )
         )
     judge_raw = document.get("judge", {})
@@ -645,8 +682,23 @@ def _build_cases(
                     f"placeholder {{{{ {name} }}}} in the {place} has no variable {name!r} "
                     f"(task {quoted(raw['id'])}, case {quoted(raw_case['id'])})",
                 )
-        cases.append(Case(id=raw_case["id"], vars=values))
+        cases.append(
+            Case(
+                id=raw_case["id"],
+                vars=values,
+                gold=raw_case.get("gold", NO_GOLD),
+                expected=dict(raw_case.get("expected", {})),
+            )
+        )
     return cases
+
+
+def _check_spec(entry: str | dict[str, Any], where: str) -> CheckSpec:
+    """``- number`` or ``- number: {tolerance: 0.01}`` (the schema allows exactly one key)."""
+    if isinstance(entry, str):
+        return CheckSpec(entry, {}, where)
+    ((name, options),) = entry.items()
+    return CheckSpec(name, dict(options or {}), where)
 
 
 def _build_labels(

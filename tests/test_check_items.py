@@ -1,0 +1,167 @@
+"""Checks in a pytest run: failure reports, answer records, the conftest hook and its
+errors (spec: "Checks", "Your own checks")."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import SCRIPTED_CONFTEST, latest_answers, latest_report
+
+SUITE = """\
+version: 1
+suite: checked
+models: [fake/a]
+tasks:
+  - id: math
+    kind: answer
+    prompt: "Q {{ reply }}"
+    judge: false
+    checks: [number, {max_words: {max: 40}}]
+    cases:
+      - {id: right, vars: {reply: "Working: 9 * 2 = 18.\\nAnswer: 18"}, gold: 18}
+      - {id: wrong, vars: {reply: "Working: 9 * 2 = 17.\\nAnswer: 17"}, gold: 18}
+"""
+
+
+@pytest.fixture
+def scripted(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(SCRIPTED_CONFTEST)
+    return pytester
+
+
+def test_a_failed_check_reads_like_an_assertion(scripted: pytest.Pytester) -> None:
+    scripted.makefile(".eval.yaml", checked=SUITE)
+    result = scripted.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "*_ math::wrong?fake/a? _*",
+            "check 'number' failed: 17 (after 'Answer:') is not 18",
+            "  expected: 18",
+            "  got:      17",
+            "answer (fake/a, last 31 characters):",
+            "Working: 9 * 2 = 17.",
+            "Answer: 17",
+        ]
+    )
+    assert "Traceback" not in result.stdout.str()
+    answers = {a["case"]: a for a in latest_answers(scripted.path, "checked")}
+    assert answers["right"]["score"] == 1.0
+    assert answers["wrong"]["score"] == 0.5
+    number = answers["wrong"]["checks"][1]
+    assert number == {
+        "name": "number",
+        "passed": False,
+        "message": "17 (after 'Answer:') is not 18",
+        "score": 0.0,
+        "expected": "18",
+        "got": "17",
+        "runs": [],
+    }
+
+
+def test_an_unknown_check_is_a_collection_error(scripted: pytest.Pytester) -> None:
+    scripted.makefile(".eval.yaml", checked=SUITE.replace("[number,", "[nubmer,"))
+    result = scripted.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        ["checked.eval.yaml: $.tasks?0?.checks?0?: unknown check 'nubmer' (built-in: *"]
+    )
+    assert "Traceback" not in result.stdout.str()
+
+
+HOOKED = """\
+version: 1
+suite: hooked
+models: [fake/a]
+tasks:
+  - id: tone
+    kind: rewrite
+    prompt: "Q {{ reply }}"
+    judge: false
+    checks: [polite, {starts_with: {prefix: "Dear"}}]
+    cases:
+      - {id: kind, vars: {reply: "Dear Sam, please accept our apology."}}
+      - {id: curt, vars: {reply: "Dear Sam, no."}}
+      - {id: broken, vars: {reply: "Hi"}}
+"""
+
+HOOK_CONFTEST = """
+from pytest_evalmine import Verdict
+
+
+def lookup_prefix(options):
+    return options["prefix"]
+
+
+def polite(answer):
+    if answer.text == "Hi":
+        return lookup_prefix({})  # the user's bug: KeyError
+    return "please" in answer.text
+
+
+def starts_with(answer):
+    prefix = lookup_prefix(answer.options)
+    return Verdict(answer.text.startswith(prefix), reason=f"starts with {prefix!r}")
+
+
+def pytest_evalmine_checks():
+    return {"polite": polite, "starts_with": starts_with}
+"""
+
+
+def test_checks_from_a_conftest_hook(scripted: pytest.Pytester) -> None:
+    scripted.makepyfile(conftest=SCRIPTED_CONFTEST + HOOK_CONFTEST)
+    scripted.makefile(".eval.yaml", hooked=HOOKED)
+    result = scripted.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1, errors=1)
+    result.stdout.fnmatch_lines(["check 'polite' failed: failed"])
+    answers = {a["case"]: a for a in latest_answers(scripted.path, "hooked")}
+    assert [c["name"] for c in answers["kind"]["checks"]] == ["answer", "polite", "starts_with"]
+    assert answers["kind"]["checks"][2]["message"] == "starts with 'Dear'"
+    assert answers["curt"]["outcome"] == "failed"
+    assert answers["broken"]["outcome"] == "error"
+    assert answers["broken"]["error"] == "check 'polite' raised KeyError: 'prefix'"
+
+
+def test_an_exception_in_a_users_check_shows_the_users_traceback(
+    scripted: pytest.Pytester,
+) -> None:
+    scripted.makepyfile(conftest=SCRIPTED_CONFTEST + HOOK_CONFTEST)
+    scripted.makefile(".eval.yaml", hooked=HOOKED)
+    result = scripted.runpytest("-k", "broken")
+    result.assert_outcomes(errors=1)
+    output = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of tone::broken?fake/a?*",
+            "    def polite(answer):",
+            "*return lookup_prefix({})*",
+            "conftest.py:*",
+            "    def lookup_prefix(options):",
+            '>       return options["prefix"]',
+            "E       KeyError: 'prefix'",
+            "conftest.py:*: KeyError",
+        ]
+    )
+    errors = output.split("ERROR at setup", 1)[1].split("short test summary", 1)[0]
+    assert "pytest_evalmine" not in errors, errors
+
+
+def test_a_hook_may_not_take_a_builtin_name(scripted: pytest.Pytester) -> None:
+    scripted.makepyfile(
+        conftest=SCRIPTED_CONFTEST
+        + "\ndef number(answer):\n    return True\n\n"
+        + "def pytest_evalmine_checks():\n    return [number]\n"
+    )
+    scripted.makefile(".eval.yaml", checked=SUITE)
+    result = scripted.runpytest()
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*'number' is a built-in check name; choose another*"])
+
+
+def test_report_lists_the_failed_check(scripted: pytest.Pytester) -> None:
+    scripted.makefile(".eval.yaml", checked=SUITE)
+    scripted.runpytest()
+    report = latest_report(scripted.path, "checked")
+    assert report["outcomes"] == {"failed": 1, "passed": 1}
