@@ -129,10 +129,10 @@ def test_two_models_get_a_per_task_score_column(pytester: pytest.Pytester) -> No
         [
             "-- Judge --",
             "-- Scorecard --",
-            "model * if uncached  math score",
-            "*",
-            "fake/a (baseline) * 0.75 (2/4 passed)",
-            "fake/b * 0.75 (2/4 passed)",
+            "fake/a (baseline): passed 2/4;*",
+            "*math score 0.75 (2/4 passed)",
+            "fake/b: passed 2/4;*",
+            "*math score 0.75 (2/4 passed)",
         ]
     )
     assert "-- Scores" not in result.stdout.str()

@@ -29,6 +29,7 @@ from .reading import (
     clip,
     parse_json,
     parse_yaml,
+    path_key,
     quoted,
     read_entries,
     read_text,
@@ -328,7 +329,7 @@ def _without_refs(value: Any, root: dict[str, Any], expanding: tuple[str, ...]) 
 
 
 def json_path(root: str, parts: Any) -> str:
-    return root + "".join(f"[{p}]" if isinstance(p, int) else f".{clip(str(p), 40)}" for p in parts)
+    return root + "".join(f"[{p}]" if isinstance(p, int) else f".{path_key(p)}" for p in parts)
 
 
 def _validate(

@@ -54,6 +54,13 @@ def clip(text: str, limit: int = QUOTE_CHARS) -> str:
     return f"{text[: limit - 1]}… ({len(text)} characters)"
 
 
+def path_key(key: Any) -> str:
+    """A mapping key as one step of an error's path: clipped, and escaped when it holds
+    characters that would break the one-line message (``\x1c``, ``\u2028``, ...)."""
+    text = str(key)
+    return clip(text if text.isprintable() else repr(text)[1:-1], 40)
+
+
 def quoted(value: Any) -> str:
     return clip(repr(value))
 
@@ -241,7 +248,7 @@ def _walk_nodes(root: Any, loader: Any, report: tuple[str, Problems] | None) -> 
             stack.extend((child, f"{where}[{i}]", False) for i, child in enumerate(node.value))
         else:
             for key, value in node.value:
-                name = "" if key.tag == _MERGE else f".{clip(str(key.value), 40)}"
+                name = "" if key.tag == _MERGE else f".{path_key(key.value)}"
                 stack += [(key, where, False), (value, where + name, False)]
     return False
 
@@ -296,7 +303,7 @@ def _node_problems(node: Any, loader: Any) -> list[tuple[str, str]]:
         if key.value in seen:
             found.append(
                 (
-                    f".{clip(key.value, 40)}",
+                    f".{path_key(key.value)}",
                     f"duplicate key {quoted(key.value)} (lines {seen[key.value]} and {key_line})",
                 )
             )
