@@ -134,7 +134,7 @@ def test_a_run_overrides_counts_and_shows_it(pytester: pytest.Pytester) -> None:
     pytester.makefile(".eval.yaml", overridden=SUITE)
     result = pytester.runpytest()
     result.assert_outcomes(passed=3, failed=1)
-    result.stdout.fnmatch_lines(["fake/cand: 50.0%*", "*W/L/T 1/1/0*; check_override 1"])
+    result.stdout.fnmatch_lines(["fake/cand: 50.0%*", "*W/L/T 1/1/0*", "*; check_override 1"])
     report = latest_report(pytester.path, "overridden")
     assert report["headline"]["check_overrides"] == {"fake/cand": 1}
     assert report["headline"]["win_rates"][0]["win_rate"] == 0.5
