@@ -162,3 +162,10 @@ def evalmine_adapters():
     registry.register("fake", Scripted)
     return registry
 """
+
+
+@pytest.fixture
+def scripted(pytester: pytest.Pytester) -> pytest.Pytester:
+    """A pytester whose answers are scripted by the cases (``SCRIPTED_CONFTEST``)."""
+    pytester.makeconftest(SCRIPTED_CONFTEST)
+    return pytester

@@ -23,12 +23,6 @@ tasks:
 """
 
 
-@pytest.fixture
-def scripted(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest(SCRIPTED_CONFTEST)
-    return pytester
-
-
 def test_a_failed_check_reads_like_an_assertion(scripted: pytest.Pytester) -> None:
     scripted.makefile(".eval.yaml", checked=SUITE)
     result = scripted.runpytest()

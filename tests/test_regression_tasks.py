@@ -7,7 +7,7 @@ import pytest
 
 from pytest_evalmine import exitcodes
 
-from .conftest import SCRIPTED_CONFTEST, latest_report
+from .conftest import latest_report
 
 SUITE = """\
 version: 1
@@ -31,12 +31,6 @@ tasks:
     cases:
       - {id: one, vars: {n: 1, reply: "no"}}
 """
-
-
-@pytest.fixture
-def scripted(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makeconftest(SCRIPTED_CONFTEST)
-    return pytester
 
 
 def test_a_failed_regression_case_exits_14_and_is_listed_first(scripted: pytest.Pytester) -> None:

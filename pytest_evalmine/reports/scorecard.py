@@ -173,12 +173,14 @@ def task_scores(
             scored = [r for r in chosen if r.score is not None]
             scores = [r.score for r in scored if r.score is not None]
             passed = sum(r.outcome == PASSED for r in scored)
-            # Items are the clusters; the overall row keeps each task's share (strata).
+            # Items are the clusters; the overall row keeps each task's share (strata). The
+            # seed names the tasks covered, so with one task both rows are the same draw.
+            covered = sorted({r.task for r in scored})
             interval = mean_interval(
                 [Cluster(r.task, r.score, 1) for r in scored if r.score is not None],
                 low_end=0.0,
                 high_end=1.0,
-                seed=seed_from(seed_text, "score", model, task or ""),
+                seed=seed_from(seed_text, "score", model, *covered),
             )
             rows.append(
                 TaskScore(
