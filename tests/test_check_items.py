@@ -138,7 +138,7 @@ def test_an_exception_in_a_users_check_shows_the_users_traceback(
             "conftest.py:*: KeyError",
         ]
     )
-    errors = output.split("ERROR at setup", 1)[1].split("short test summary", 1)[0]
+    errors = output.split("ERROR at setup", 1)[1].split("\n=", 1)[0]  # up to the next section
     assert "pytest_evalmine" not in errors, errors
 
 
