@@ -33,7 +33,12 @@ def test_a_recording_is_written_beside_the_suite_sorted_and_stable(
     rows = entries(recording)
     assert [row["key"] for row in rows] == sorted(a["key"] for a in latest_answers(pytester.path))
     assert {row["provider"] for row in rows} == {"fake"}
-    assert all(set(row) == {"key", "provider", "model", "response", "cost_usd"} for row in rows)
+    assert all(
+        set(row) == {"key", "provider", "model", "response", "cost_usd", "for"} for row in rows
+    )
+    uses = sorted(use for row in rows for use in row["for"])
+    assert uses[0] == "polite/refund-no fake/alpha"
+    assert len(uses) == 6 and "triage/charged-twice fake/beta" in uses
     # A rerun from the cache writes the same bytes: a diff shows only real changes.
     pytester.runpytest("--evalmine-fake", BESIDE).assert_outcomes(passed=6)
     assert recording.read_text() == text
@@ -45,6 +50,8 @@ def test_a_fresh_checkout_replays_the_recording_with_no_call(pytester: pytest.Py
     first = latest_report(pytester.path)
     recording = pytester.path / "small.eval.recording.jsonl"
     assert len(entries(recording)) == 6 + 6, "six answers and six judge verdicts"
+    verdicts = [use for row in entries(recording) for use in row["for"] if " judge " in use]
+    assert "triage/charged-twice judge fake/beta vs fake/alpha, baseline_first" in verdicts
     fresh_checkout(pytester)
     result = pytester.runpytest("--evalmine-fake", BESIDE, "--evalmine-record=none")
     result.assert_outcomes(passed=6)

@@ -120,15 +120,25 @@ def _write_recording(
         return
     from .recording import write_recording
 
-    keys = [r.key for r in records if r.key]
+    # key -> what uses it, so a reviewer reads which case's answer or verdict changed
+    uses: dict[str, set[str]] = {}
+    for record in records:
+        if record.key:
+            uses.setdefault(record.key, set()).add(f"{record.task}/{record.case} {record.model}")
     models = {r.model for r in records}
     if headline is not None:
-        keys += [p.key for pair in headline.pairs for p in pair.passes if p.key]
+        for pair in headline.pairs:
+            for judged in pair.passes:
+                if judged.key:
+                    uses.setdefault(judged.key, set()).add(
+                        f"{pair.task}/{pair.case} judge {pair.candidate} vs {pair.baseline}, "
+                        f"{judged.order}"
+                    )
         models.add(headline.judge.model)
     # adapter_state is kept under the adapter's name: the provider prefix of a model string
     adapters = {model.split("/", 1)[0] for model in models}
     selected_all = len(records) == len(session.specs_for(suite))
-    write_recording(session.store, path, keys, adapters, merge=not selected_all)
+    write_recording(session.store, path, uses, adapters, merge=not selected_all)
 
 
 def exit_code(finished: Sequence[FinishedSuite]) -> int | None:

@@ -29,17 +29,24 @@ def recording_path(setting: str, suite_file: Path, suite_name: str, rootdir: Pat
 
 
 def write_recording(
-    store: Store, path: Path, keys: Iterable[str], adapters: Iterable[str], *, merge: bool
+    store: Store,
+    path: Path,
+    uses: dict[str, set[str]],
+    adapters: Iterable[str],
+    *,
+    merge: bool,
 ) -> None:
-    """Adapter states first (by name), then answers by key, one JSON object a line. With
-    ``merge`` (the run selected part of the suite) the file's other entries are kept."""
+    """Adapter states first (by name), then answers by key, one JSON object a line; each
+    answer lists ``for`` what the suite used it (``uses``: key -> task/case and model, or the
+    judged pair). With ``merge`` (the run selected part of the suite) the file's other entries
+    are kept."""
     entries = {_identity(e): e for e in read_entries(path)} if merge else {}
     for name in set(adapters):
         state = store.adapter_state(name)
         if state is not None:
             entries[("adapter", name)] = {"adapter": name, "state": state}
-    for row in store.answer_rows(sorted(set(keys))):
-        entries[("answer", row["key"])] = row
+    for row in store.answer_rows(sorted(uses)):
+        entries[("answer", row["key"])] = {**row, "for": sorted(uses[row["key"]])}
     if not entries:
         return
     lines = [_line(entries[identity]) for identity in sorted(entries)]
