@@ -39,7 +39,7 @@ def measure_all(repeat: int, cases: list[int], scale_repeat: int) -> dict[str, A
     cpu = bench_loopback.median_of([bench_loopback.measure(200, 0.0, 64) for _ in range(repeat)])
     scale = [_median_scale([bench_scale.measure(n) for _ in range(scale_repeat)]) for n in cases]
     return {
-        "commit": _git("rev-parse", "--short", "HEAD"),
+        "commit": _git("rev-parse", "--short", "HEAD") or "(not a git checkout)",
         "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "load": _load(),
         "repeat": repeat,
