@@ -4,6 +4,7 @@ transactions the run makes. Counts, never times: benchmarks/ holds the timings."
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from collections import Counter
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from .http_server import LoopbackServer, Reply, running_server
+from .test_endpoints_run import chat_reply
 
 CASES = 12
 CONCURRENCY = 8
@@ -31,23 +33,8 @@ def verdict_reply(number: int) -> Reply:
     """A reply that reads as a verdict and, every one distinct, as an answer too (two equal
     answers would make both judge orders one request)."""
     content = json.dumps({"winner": "tie", "reason": f"reply {number}"})
-    return Reply(
-        body=json.dumps(
-            {
-                "id": "chatcmpl-1",
-                "choices": [
-                    {
-                        "index": 0,
-                        "message": {"role": "assistant", "content": content},
-                        "finish_reason": "stop",
-                    }
-                ],
-                "usage": {"prompt_tokens": 20, "completion_tokens": 6, "total_tokens": 26},
-            }
-        ).encode(),
-        # Held back so that calls overlap and the client needs several connections at once.
-        delay_s=0.05,
-    )
+    # Held back so that calls overlap and the client needs several connections at once.
+    return dataclasses.replace(chat_reply(content), delay_s=0.05)
 
 
 def suite_text() -> str:
