@@ -8,6 +8,7 @@ CALIBRATION_GATE_FAILED = 12  # reserved for the judge and calibration gate
 RELEASE_GATE_BLOCKED = 13  # the release gate says Block
 REGRESSION_FAILED = 14  # a case of a regression task did not pass for some model
 RELEASE_GATE_INVESTIGATE = 15  # the release gate says Investigate
+REPLAY_MISSED = 16  # --evalmine-record=none needed an answer or verdict the cache lacks
 
 # What each code means, in the words the terminal's last line, the CLI and the MCP server use.
 MEANINGS = {
@@ -23,6 +24,7 @@ MEANINGS = {
     CALIBRATION_GATE_FAILED: "calibration gate: a win rate is not headline-eligible",
     RELEASE_GATE_BLOCKED: "release gate: Block",
     REGRESSION_FAILED: "a regression task failed: some model missed a case it must pass",
+    REPLAY_MISSED: "replay miss: --evalmine-record=none needed calls the cache does not hold",
     RELEASE_GATE_INVESTIGATE: "release gate: Investigate",
 }
 

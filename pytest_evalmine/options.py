@@ -254,6 +254,12 @@ OPTIONS: tuple[Option, ...] = (
         minimum=1,
         metavar="N",
     ),
+    Option(
+        "update_latest",
+        "point latest.json at this run even when it is a subset, partial or missed replays",
+        kind="bool",
+        default=False,
+    ),
     Option("glob", "file name pattern of suite files (ini only)", default="*.eval.yaml", cli=False),
 )
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .adapters.registry import AdapterRegistry
     from .run.dispatch import Dispatcher, Outcome, Progress
 
+UNREPORTED_KEY = "evalmine_unreported"
 SUITE_SUFFIXES = (".yaml", ".yml")
 # pytest's outcomes our exit codes may replace; interrupts and errors keep their own.
 TESTS_RAN = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
@@ -178,6 +179,7 @@ def evalmine_dispatcher(
         evalmine_adapters,
         concurrency_share=share,
         on_progress=_progress_printer(pytestconfig, "answers"),
+        on_interrupt=_interrupt_printer(pytestconfig),
     )
 
 
@@ -200,11 +202,18 @@ def evalmine_answers(
         if not hasattr(config, "workerinput"):
             judging = session.dispatcher(evalmine_judge_adapters)
             planned = session.preflight(evalmine_dispatcher, specs, judging)
+            _say(config, session.cap_warning)
         outcomes = session.dispatch(evalmine_dispatcher, specs, planned)
     except RefusedError as exc:
         _stop(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError as exc:
         _stop(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+    if session.interrupted:
+        # Session finish still writes the partial report from what was dispatched.
+        _stop(
+            "interrupted (Ctrl-C); the answers that arrived are cached",
+            returncode=pytest.ExitCode.INTERRUPTED,
+        )
     return outcomes
 
 
@@ -250,6 +259,31 @@ WATCHER_KEY = pytest.StashKey[Any]()  # the xdist controller's CallWatcher
 # Seconds between progress lines: a terminal line rewrites itself; a CI log gets a new line
 # every few seconds, so a long dispatch never looks like a hang.
 PROGRESS_EVERY_S = {True: 0.1, False: 5.0}
+
+
+def _say(config: pytest.Config, line: str | None) -> None:
+    """One line to the terminal now, even from inside an item's setup (capture suspended)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if line is None or reporter is None:
+        return
+    if capture is None:
+        reporter.write_line(line)
+        return
+    with capture.global_and_fixture_disabled():
+        reporter.ensure_newline()
+        reporter.write_line(line)
+
+
+def _interrupt_printer(config: pytest.Config) -> Any:
+    def show(in_flight: int, grace_s: float) -> None:
+        _say(
+            config,
+            f"evalmine: interrupted: nothing new is sent; {in_flight} call(s) in flight get "
+            f"up to {grace_s:.0f} s to land in the cache (Ctrl-C again to quit at once)",
+        )
+
+    return show
 
 
 def _progress_printer(config: pytest.Config, what: str, *, inside_item: bool = True) -> Any:
@@ -346,6 +380,31 @@ class Reporter:
             record = AnswerRecord.from_dict(record)
         eval_session(self.config).add_record(record)
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Called after selection (-k, -m, --lf, --deselect): notes which suites this run
+        covers only in part, whose reports then leave latest.json alone."""
+        from .items import EvalItem
+
+        selected: dict[Path, int] = {}
+        suites = {}
+        for item in session.items:
+            if isinstance(item, EvalItem):
+                path = item.spec.suite.path
+                selected[path] = selected.get(path, 0) + 1
+                suites[path] = item.spec.suite
+        for path, count in selected.items():
+            eval_session(self.config).note_selection(suites[path], count)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """xdist controller, when a worker finishes: the answers it dispatched for items no
+        worker reported (-x, Ctrl-C), so the report counts every call."""
+        data = getattr(node, "workeroutput", {}).get(UNREPORTED_KEY)
+        if data:
+            from .run.records import AnswerRecord
+
+            eval_session(self.config).unreported += [AnswerRecord.from_dict(r) for r in data]
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """Called after the last item, on workers and controller: judges and writes the
@@ -355,6 +414,9 @@ class Reporter:
         if not is_active(config):
             return
         if hasattr(config, "workerinput"):
+            config.workeroutput[UNREPORTED_KEY] = [
+                record.to_dict() for record in eval_session(config).unreported_records()
+            ]
             eval_session(config).close()  # a worker's connections and cache file
             return
         _stop_watching(config)
@@ -370,8 +432,9 @@ class Reporter:
                 report_root=Path(config.rootpath) / evalsession.settings.report_dir,
                 judge_registry=evalsession.judge_registry,
                 on_progress=_progress_printer(config, "judge verdicts", inside_item=False),
+                on_interrupt=_interrupt_printer(config),
                 # Ctrl-C, -x or an internal error: never spend on a judge the user stopped.
-                skip_judging=None if _ran_to_completion(session) else "the run was interrupted",
+                stopped=_why_stopped(session),
             )
         except Exception as exc:  # a report failure must not hide the run's own outcome
             from .reports.terminal import FLAG, Line
@@ -380,16 +443,19 @@ class Reporter:
             return
         finally:
             evalsession.close()
-        from .reports.terminal import Line, terminal_lines
+        from .reports.terminal import Line, other_runs_lines, terminal_lines
 
         root = Path(config.rootpath)
         lines: list[Line] = []
         for item in finished:
             report_md = relative_to(item.run_dir / "report.md", root)
             lines += terminal_lines(item.summary, report_md, _terminal_width())
+        lines += [Line(text) for text in other_runs_lines(evalsession.other_runs)]
         config.stash[SUMMARY_KEY] = lines
         config.stash[FINISHED_KEY] = finished
         _record_suite_properties(config, finished)
+        if evalsession.interrupted:
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
         code = exit_code(finished)
         if code is not None and session.exitstatus in TESTS_RAN:
             session.exitstatus = code
@@ -489,10 +555,18 @@ def _record_suite_properties(config: pytest.Config, finished: list[Any]) -> None
             xml.add_global_property(name, value)
 
 
-def _ran_to_completion(session: pytest.Session) -> bool:
-    """Every selected item ran (passed or failed): not interrupted, stopped early or broken.
-    Only then is judging worth paying for."""
-    return session.exitstatus in TESTS_RAN and not (session.shouldstop or session.shouldfail)
+def _why_stopped(session: pytest.Session) -> str | None:
+    """Why not every selected item ran (Ctrl-C, -x or --maxfail, an internal error), or None
+    when they all did: only then is judging worth paying for."""
+    if session.shouldfail:  # xdist reports a -x stop as an interruption: ask this first
+        return "stopped early (-x or --maxfail)"
+    if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+        return "interrupted (Ctrl-C)"
+    if session.exitstatus not in TESTS_RAN:
+        return f"stopped ({session.exitstatus!s})"
+    if session.shouldstop:
+        return "stopped early"
+    return None
 
 
 # xdist ------------------------------------------------------------------------------------
@@ -524,15 +598,18 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
         specs = []
         for relative in files:
             suite = evalsession.load(root / relative)
-            specs += [
+            chosen = [
                 spec
                 for spec in evalsession.specs_for(suite)
                 if f"{relative}::{spec.task.id}::{spec.name}" in wanted
             ]
+            evalsession.note_selection(suite, len(chosen))
+            specs += chosen
         if specs:
             evalsession.preflight(evalsession.dispatcher(registry), specs)
             if evalsession.estimate is not None and evalsession.estimate.uncached:
                 _watch_workers(config)
+            _say(config, evalsession.cap_warning)
     except RefusedError as exc:
         providers = {spec.model.split("/", 1)[0] for spec in specs}
         unknown = [] if registry.route_all_to else sorted(providers - set(registry.factories))

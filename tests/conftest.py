@@ -51,7 +51,7 @@ COUNTING_CONFTEST = """\
 import os
 import pytest
 from pytest_evalmine.adapters.registry import AdapterRegistry
-from pytest_evalmine.adapters.fake import FakeAdapter, FakeOptions
+from pytest_evalmine.adapters.fake import FakeAdapter, FakeOptions, parse_faults
 
 LOG = os.path.join(os.path.dirname(__file__), "calls.log")
 
@@ -66,8 +66,11 @@ class CountingAdapter(FakeAdapter):
 @pytest.fixture(scope="session")
 def evalmine_adapters():
     latency = float(os.environ.get("TEST_FAKE_LATENCY", "0"))
+    faults = parse_faults([f for f in os.environ.get("TEST_FAKE_FAULT", "").split(";") if f])
     registry = AdapterRegistry()
-    registry.register("fake", lambda: CountingAdapter(FakeOptions(latency_s=latency)))
+    registry.register(
+        "fake", lambda: CountingAdapter(FakeOptions(latency_s=latency, faults=faults))
+    )
     return registry
 """
 
@@ -100,14 +103,18 @@ def write_suite(directory: Path, text: str, name: str = "suite.eval.yaml") -> Pa
     return path
 
 
+def newest_run_dir(root: Path, suite: str = "small") -> Path:
+    """The folder of the suite's most recent run (run ids begin with the start time), whether
+    or not it moved latest.json (a subset or a partial run does not)."""
+    return max((root / "reports" / suite).glob("*/report.json")).parent
+
+
 def latest_report(root: Path, suite: str = "small") -> dict[str, Any]:
-    pointer = json.loads((root / "reports" / suite / "latest.json").read_text())
-    return json.loads((root / "reports" / suite / pointer["path"]).read_text())
+    return json.loads((newest_run_dir(root, suite) / "report.json").read_text())
 
 
 def latest_answers(root: Path, suite: str = "small") -> list[dict[str, Any]]:
-    pointer = json.loads((root / "reports" / suite / "latest.json").read_text())
-    run_dir = root / "reports" / suite / pointer["run_id"]
+    run_dir = newest_run_dir(root, suite)
     return [json.loads(line) for line in (run_dir / "answers.jsonl").read_text().splitlines()]
 
 

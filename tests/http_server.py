@@ -80,6 +80,9 @@ class LoopbackServer:
 
     def __init__(self) -> None:
         self.replies: queue.Queue[Reply] = queue.Queue()
+        # When set, answers every request (instead of the queue), e.g. a server that serves
+        # many processes and counts what each request body cost.
+        self.respond: Callable[[Received], Reply] | None = None
         self.requests: list[Received] = []
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -150,7 +153,11 @@ class LoopbackServer:
                 )
                 server._record(received)
                 try:
-                    reply = server.replies.get_nowait()
+                    reply = (
+                        server.respond(received)
+                        if server.respond is not None
+                        else server.replies.get_nowait()
+                    )
                 except queue.Empty:
                     reply = Reply.json(599, {"error": {"message": "no scripted reply left"}})
                 if reply.delay_s and server._stopping.wait(reply.delay_s):

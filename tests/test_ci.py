@@ -84,7 +84,7 @@ def test_suite_properties_only_with_junitxml(pytester: pytest.Pytester) -> None:
 
 def test_the_watcher_reports_calls_settled_by_any_process(tmp_path: Path) -> None:
     from pytest_evalmine.adapters.base import Response, Usage
-    from pytest_evalmine.run.store import Store
+    from pytest_evalmine.run.store import CLAIMED, HELD, Store
     from pytest_evalmine.run.watch import CallWatcher
 
     store = Store(tmp_path / "cache.sqlite")
@@ -92,11 +92,10 @@ def test_the_watcher_reports_calls_settled_by_any_process(tmp_path: Path) -> Non
     watcher = CallWatcher(store.path, "run-1", write=written.append, every_s=60)
     watcher.tick()
     for key in ("a", "b", "c"):
-        assert store.claim("run-1", key, "host:1")
-    store.claim("run-2", "a", "host:2")
-    store.finish_claim("run-2", "a", status="done")
-    store.finish_claim("run-1", "a", status="done")
-    store.finish_claim("run-1", "b", status="error", error="boom")
+        assert store.claim("run-1", key, "host:1") == CLAIMED
+    # Another run on the same cache waits for run-1's call: it makes no call of its own.
+    assert store.claim("run-2", "a", "host:2") == HELD
+    store.finish_claim("b", status="error", error="boom")
     reservation = store.reserve("run-1", "a", 0.5, cap=1.0)
     store.record_paid_answer(
         key="a",

@@ -323,4 +323,4 @@ def test_an_interrupted_run_is_not_judged(pytester: pytest.Pytester, scripted: P
     assert judge_calls(scripted) == []
     report = latest_report(pytester.path)
     assert report["headline"] is None
-    assert report["judge_note"] == "not judged: the run was interrupted"
+    assert report["judge_note"] == "not judged: stopped early (-x or --maxfail)"

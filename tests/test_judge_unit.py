@@ -449,16 +449,16 @@ def test_a_judge_provider_error_excludes_the_pair(tmp_path: Path) -> None:
     assert [p.excluded for p in pairs if p.case != "sum"] == [None, None]
 
 
-def test_judge_calls_not_made_exclude_pairs_as_judge_not_run(tmp_path: Path) -> None:
-    """Spec: "judge_not_run (cap reached or replay miss)". In record mode none with an empty
-    cache every judge call is a replay miss."""
+def test_judge_replay_misses_exclude_pairs_as_judge_replay_miss(tmp_path: Path) -> None:
+    """Spec: "judge_replay_miss". In record mode none with an empty cache every judge call is
+    a replay miss."""
     suite = make_suite(tmp_path)
     records = answers_of(suite)
     judge = ScriptedJudge(candidate_wins)
     pairs = planned(suite, records)
     judge_pairs(pairs, records, suite, JUDGE, dispatcher(tmp_path, judge, record="none"))
     assert judge.calls == []
-    assert [p.excluded for p in pairs] == ["judge_not_run"] * 3
+    assert [p.excluded for p in pairs] == ["judge_replay_miss"] * 3
 
 
 def test_judge_calls_over_the_cap_exclude_pairs_as_judge_not_run(tmp_path: Path) -> None:

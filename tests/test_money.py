@@ -4,13 +4,40 @@ cap before the run."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_evalmine import exitcodes
+from pytest_evalmine.adapters.base import Request
+from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.errors import EvalmineError
+from pytest_evalmine.reports.render import money
+from pytest_evalmine.run.dispatch import ERROR, Dispatcher
+from pytest_evalmine.run.endpoints import parse_option
+from pytest_evalmine.run.prices import load_prices
+from pytest_evalmine.run.store import Store
 
-from .conftest import call_count
+from .conftest import (
+    SMALL_SUITE,
+    cached_keys,
+    call_count,
+    latest_answers,
+    latest_report,
+    newest_run_dir,
+)
+from .http_server import LoopbackServer, Received, Reply, refused_url, running_server
 from .test_dispatch import Probe, make_dispatcher
 
 
@@ -69,3 +96,536 @@ def test_a_suite_limit_that_is_not_finite_is_refused(tmp_path: Path) -> None:
 def test_the_dispatcher_refuses_a_cap_that_cannot_stop_it(tmp_path: Path, cap: float) -> None:
     with pytest.raises(EvalmineError, match="cost cap"):
         make_dispatcher(tmp_path, Probe(), cap=cap)
+
+
+# --- item 2: one call per request across every process on the cache ------------------------
+
+CHAT = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "model": "served",
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": '{"category": "bug"}'},
+            "finish_reason": "stop",
+        }
+    ],
+    "usage": {"prompt_tokens": 20, "completion_tokens": 6, "total_tokens": 26},
+}
+MODELS = {"object": "list", "data": [{"id": "served-model"}]}
+ENDPOINT_SUITE = SMALL_SUITE.replace(
+    "models: [fake/alpha, fake/beta]", "models: [local/a, local/b]"
+)
+# Writes a mark file just before this process dispatches (it overrides the plugin's fixture
+# and requests the original), so the test knows when the second run has reached its calls.
+MARK_CONFTEST = """
+import os
+import pytest
+
+@pytest.fixture(scope="session")
+def evalmine_dispatcher(evalmine_dispatcher):
+    open(os.environ["DISPATCH_MARK"], "w").close()
+    return evalmine_dispatcher
+"""
+
+
+class HeldServer:
+    """A compatible server that holds every completion until released, and counts the
+    completions it sent per request body."""
+
+    def __init__(self, server: LoopbackServer) -> None:
+        self.server = server
+        self.release = threading.Event()
+        self.lock = threading.Lock()
+        self.bodies: Counter[bytes] = Counter()
+        server.respond = self.respond
+
+    def respond(self, received: Received) -> Reply:
+        if received.method == "GET":
+            return Reply.json(200, MODELS)
+        with self.lock:
+            self.bodies[received.raw] += 1
+        self.release.wait(60)
+        return Reply.json(200, CHAT)
+
+    def posts(self) -> int:
+        with self.lock:
+            return sum(self.bodies.values())
+
+
+def _run(pytester: pytest.Pytester, url: str, mark: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "DISPATCH_MARK": str(pytester.path / mark)}
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:benchmark",
+            f"--evalmine-endpoint=local={url}/v1,input=1,output=2",
+        ],
+        cwd=pytester.path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _wait_until(condition: Callable[[], bool], seconds: float = 60) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
+def test_two_runs_on_one_cache_pay_each_call_once(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
+    pytester.makeconftest(MARK_CONFTEST)
+    with running_server() as server:
+        held = HeldServer(server)
+        first = _run(pytester, server.url, "first.mark")
+        second = None
+        try:
+            # The first run has sent all six calls and they are in flight ...
+            assert _wait_until(lambda: held.posts() == 6)
+            second = _run(pytester, server.url, "second.mark")
+            # ... when the second run reaches its own calls. Had it sent any, they would
+            # arrive here; give it the time it would need.
+            assert _wait_until(lambda: (pytester.path / "second.mark").exists())
+            _wait_until(lambda: held.posts() > 6, seconds=2)
+            held.release.set()
+            outputs = [first.communicate(timeout=120)[0], second.communicate(timeout=120)[0]]
+        finally:
+            held.release.set()
+            for process in (first, second):
+                if process is not None and process.poll() is None:
+                    process.kill()
+                    process.wait()
+    assert [first.returncode, second.returncode] == [0, 0], outputs
+    assert len(held.bodies) == 6
+    assert set(held.bodies.values()) == {1}, "every request body was paid for once"
+    reports = [
+        json.loads(path.read_text())
+        for path in (pytester.path / "reports" / "small").glob("*/report.json")
+    ]
+    assert sorted(r["calls"]["made"] for r in reports) == [0, 6]
+    assert len({r["run_id"] for r in reports}) == 2
+    # The waiting run names the run it waited for and that run's spend.
+    assert "another run on this cache" in outputs[1]
+
+
+def test_runs_started_in_the_same_millisecond_get_distinct_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import datetime as dt
+
+    from pytest_evalmine.run import runtoken
+
+    instant = dt.datetime(2026, 12, 1, 0, 0, 0, 123000, tzinfo=dt.timezone.utc)
+
+    class Frozen(dt.datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> dt.datetime:  # type: ignore[override]
+            return instant
+
+    monkeypatch.setattr(runtoken.dt, "datetime", Frozen)
+    tokens = {runtoken.new_run_token() for _ in range(50)}
+    # 24 random bits: 50 starts in one millisecond collide with odds below 1 in 13,000.
+    assert len(tokens) == 50
+    assert all(t.startswith("20261201T000000.123Z_") for t in tokens)
+
+
+def test_a_dead_owners_claim_is_taken_over_and_a_live_ones_is_not(tmp_path: Path) -> None:
+    from pytest_evalmine.run.store import CLAIMED, HELD, Store, owner_alive, process_owner
+
+    store = Store(tmp_path / "cache.sqlite")
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        live = f"{socket.gethostname()}:{child.pid}:0"
+        assert owner_alive(live) and owner_alive(process_owner())
+        assert store.claim("other-run", "k", live) == CLAIMED
+        assert store.claim("my-run", "k", process_owner()) == HELD
+    finally:
+        child.kill()
+        child.wait()
+    assert not owner_alive(live)
+    assert store.claim("my-run", "k", process_owner()) == CLAIMED
+    # The same pid given to a later process is not the owner: start times differ.
+    me = process_owner()
+    host, pid, start = me.rsplit(":", 2)
+    assert not owner_alive(f"{host}:{pid}:{int(start) - 1}")
+
+
+# --- item 3: a call sent and lost counts at its worst case ------------------------------------
+
+
+def _endpoint_dispatcher(tmp_path: Path, url: str, **kwargs: Any) -> Dispatcher:
+    endpoint = parse_option(f"local={url}/v1,input=1,output=2")
+    registry = AdapterRegistry()
+    registry.register("local", endpoint.factory())
+    row = endpoint.price_row()
+    assert row is not None
+    return Dispatcher(
+        registry=registry,
+        store=Store(tmp_path / "cache.sqlite"),
+        prices=load_prices().with_rows((row,)),
+        run_token="run",
+        backoff_s=0.0,
+        **{"cap_usd": 10.0, "retries": 0, **kwargs},
+    )
+
+
+def _serve(server: LoopbackServer, reply: Reply) -> None:
+    server.respond = lambda received: Reply.json(200, MODELS) if received.method == "GET" else reply
+
+
+def _chat_body() -> bytes:
+    return json.dumps(CHAT).encode()
+
+
+@pytest.mark.parametrize(
+    ("reply", "billed"),
+    [
+        (Reply(status=200, body=_chat_body(), content_length=len(_chat_body()) + 40), True),
+        (Reply(drop=True), True),
+        (Reply(status=200, body=_chat_body(), delay_s=5), True),  # the client times out
+        (Reply.json(500, {"error": {"message": "overloaded"}}), False),
+    ],
+    ids=["truncated-200", "reset", "timeout", "http-500"],
+)
+def test_a_call_that_failed_after_it_was_sent_counts_at_its_worst_case(
+    tmp_path: Path, reply: Reply, billed: bool
+) -> None:
+    with running_server() as server:
+        _serve(server, reply)
+        dispatcher = _endpoint_dispatcher(tmp_path, server.url)
+        [plan] = dispatcher.plan([Request("local/a", "hello", max_tokens=100, timeout_s=0.5)])
+        [outcome] = dispatcher.run_each([plan])
+    assert outcome.status == ERROR
+    worst = plan.max_cost_usd if billed else 0.0
+    assert outcome.possibly_billed_usd == pytest.approx(worst)
+    assert dispatcher.store.committed("run") == pytest.approx(worst)
+    assert dispatcher.store.possibly_billed("run") == pytest.approx(worst)
+    assert dispatcher.store.spent("run") == 0
+
+
+def test_a_refused_connection_was_never_sent_and_is_not_billed(tmp_path: Path) -> None:
+    with refused_url() as url:
+        dispatcher = _endpoint_dispatcher(tmp_path, url)
+        planned = dispatcher.plan([Request("local/a", "hello", max_tokens=100)])
+        [outcome] = dispatcher.run_each(planned)
+    assert outcome.status == ERROR and outcome.error_kind == "connection"
+    assert outcome.possibly_billed_usd == 0
+    assert dispatcher.store.committed("run") == 0
+
+
+def test_each_lost_try_counts_and_a_retry_needs_room_under_the_cap(tmp_path: Path) -> None:
+    with running_server() as server:
+        _serve(server, Reply(drop=True))
+        probe = _endpoint_dispatcher(tmp_path / "probe", server.url)
+        worst = probe.plan([Request("local/a", "hello", max_tokens=100)])[0].max_cost_usd
+        # Room for two tries but not three: the third is never sent.
+        dispatcher = _endpoint_dispatcher(tmp_path, server.url, retries=5, cap_usd=2.5 * worst)
+        planned = dispatcher.plan([Request("local/a", "hello", max_tokens=100)])
+        [outcome] = dispatcher.run_each(planned)
+        posts = [r for r in server.requests if r.method == "POST"]
+    assert len(posts) == 2
+    assert outcome.status == ERROR and outcome.attempts == 2
+    assert "not retried: the cost cap has no room" in (outcome.error or "")
+    assert outcome.possibly_billed_usd == pytest.approx(2 * worst)
+    assert dispatcher.store.committed("run") == pytest.approx(2 * worst)
+
+
+def test_possibly_billed_calls_are_in_the_report(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
+    with running_server() as server:
+        _serve(server, Reply(drop=True))
+        result = pytester.runpytest(
+            f"--evalmine-endpoint=local={server.url}/v1,input=1,output=2",
+            "--evalmine-retries=0",
+        )
+    result.assert_outcomes(errors=6)
+    report = latest_report(pytester.path)
+    assert report["calls"]["possibly_billed"] == 6
+    assert report["cost"]["possibly_billed_usd"] > 0
+    assert report["cost"]["spent_usd"] == 0
+    markdown = (newest_run_dir(pytester.path) / "report.md").read_text()
+    assert "over 6 call(s) that were sent and failed" in markdown
+    assert "possibly billed" in " ".join(result.stdout.str().split())
+
+
+# --- item 4: impossible usage is clamped, flagged and reported ---------------------------------
+
+
+def _chat_with_usage(prompt_tokens: int, completion_tokens: int, cached: int = 0) -> Reply:
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
+    return Reply.json(200, {**CHAT, "usage": usage})
+
+
+@pytest.mark.parametrize(
+    ("usage", "expected", "anomaly"),
+    [
+        ((20, -7, 0), (20, 0, 0), "output_tokens -7 < 0"),
+        ((20, 10_000_000, 0), (20, 100, 0), "output_tokens 10000000 > max_tokens 100"),
+        # A negative cached count: the adapter's own arithmetic turns it into a huge input.
+        ((20, 6, -500_000), (69, 6, 0), "cached_input_tokens -500000 < 0; 500020 input tokens"),
+        ((20, 199, 0), (20, 199, 0), None),  # a little over max_tokens is believed
+    ],
+)
+def test_impossible_usage_is_clamped_and_flagged(
+    tmp_path: Path,
+    usage: tuple[int, int, int],
+    expected: tuple[int, int, int],
+    anomaly: str | None,
+) -> None:
+    with running_server() as server:
+        _serve(server, _chat_with_usage(*usage))
+        dispatcher = _endpoint_dispatcher(tmp_path, server.url)
+        [plan] = dispatcher.plan([Request("local/a", "hello", max_tokens=100)])
+        [outcome] = dispatcher.run_each([plan])
+    assert outcome.response is not None
+    counted = outcome.response.usage
+    assert (counted.input_tokens, counted.output_tokens, counted.cached_input_tokens) == expected
+    if anomaly is None:
+        assert counted.anomaly is None
+    else:
+        assert counted.anomaly is not None and counted.anomaly.startswith(f"clamped: {anomaly}")
+        assert 0 <= outcome.cost_usd <= plan.max_cost_usd
+    assert dispatcher.store.spent("run") == pytest.approx(outcome.cost_usd)
+    # The cached answer keeps the clamped counts and the flag.
+    cached = dispatcher.store.hit(plan.key)
+    assert cached is not None and cached.answer.response.usage == counted
+
+
+def test_impossible_usage_is_reported(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
+    with running_server() as server:
+        _serve(server, _chat_with_usage(20, -5))
+        result = pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1,input=1,output=2")
+    result.assert_outcomes(passed=6)
+    report = latest_report(pytester.path)
+    assert len(report["usage_anomalies"]) == 6
+    assert report["usage_anomalies"][0]["anomaly"] == "clamped: output_tokens -5 < 0"
+    assert report["cost"]["spent_usd"] > 0
+    markdown = (newest_run_dir(pytester.path) / "report.md").read_text()
+    assert "impossible usage from the provider, clamped and costed at the clamp: 6" in markdown
+
+
+# --- item 5: a cap that may not cover the worst case is announced before the run ---------------
+
+
+def test_a_cap_below_the_worst_case_is_announced_before_the_run(
+    pytester: pytest.Pytester, small_suite: Path
+) -> None:
+    pytester.runpytest("--evalmine-fake").assert_outcomes(passed=6)
+    first = latest_report(pytester.path)["cost"]
+    assert (
+        "warning: the cap may not cover" not in pytester.runpytest("--evalmine-fake").stdout.str()
+    )
+    estimate, worst = first["estimate_usd"], first["worst_case_usd"]
+    assert 0 < estimate < worst
+    cap = (estimate + worst) / 2
+    result = pytester.runpytest(
+        "--evalmine-fake", "--evalmine-no-cache", f"--evalmine-max-cost={cap}"
+    )
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(
+        [
+            "evalmine: warning: the cap may not cover the worst case: 6 uncached call(s) are "
+            f"estimated at {money(estimate)} but may cost up to {money(worst)} *",
+            "evalmine: 6/6 answers*",
+        ]
+    )
+    text = result.stdout.str()
+    assert f"A cap of {money(worst)} covers the worst case." in text.replace("\n", " ")
+    result = pytester.runpytest(
+        "--evalmine-fake", "--evalmine-no-cache", f"--evalmine-max-cost={worst}"
+    )
+    assert "warning: the cap may not cover" not in result.stdout.str()
+
+
+# --- item 10: Ctrl-C -------------------------------------------------------------------------
+
+
+def _interruptible(pytester: pytest.Pytester, latency: float, *options: str) -> Any:
+    """A run whose fake calls take ``latency`` s, two at a time, output to run.log."""
+    log = open(pytester.path / "run.log", "w")  # noqa: SIM115 (closed by the caller)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--evalmine-fake",
+            "--evalmine-concurrency=2",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:benchmark",
+            *options,
+        ],
+        cwd=pytester.path,
+        env={**os.environ, "TEST_FAKE_LATENCY": str(latency)},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    return process, log
+
+
+def test_first_ctrl_c_lets_calls_in_flight_land_and_writes_a_partial_report(
+    pytester: pytest.Pytester, small_suite: Path, counting: Path
+) -> None:
+    process, log = _interruptible(pytester, 1.0)
+    try:
+        assert _wait_until(lambda: call_count(counting) >= 2)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=120) == pytest.ExitCode.INTERRUPTED
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        log.close()
+    output = (pytester.path / "run.log").read_text()
+    assert "evalmine: interrupted: nothing new is sent; 2 call(s) in flight" in output
+    assert call_count(counting) == 2, "nothing is sent after the Ctrl-C"
+    # The two calls in flight landed in the cache within the grace period ...
+    assert len(cached_keys(pytester.path)) == 2
+    report = latest_report(pytester.path)
+    assert report["partial"] is True
+    assert report["partial_reason"] == "interrupted (Ctrl-C), not judged"
+    assert report["calls"]["made"] == 2 and report["cost"]["spent_usd"] > 0
+    assert report["outcomes"]["not_run_interrupted"] == 4
+    assert not (pytester.path / "reports" / "small" / "latest.json").exists()
+    # ... so the rerun pays only for the four never sent.
+    rerun = pytester.runpytest("--evalmine-fake", "-p", "no:cacheprovider")
+    rerun.assert_outcomes(passed=6)
+    assert call_count(counting) == 6
+    assert latest_report(pytester.path)["calls"]["cached"] == 2
+
+
+def test_a_second_ctrl_c_exits_at_once(
+    pytester: pytest.Pytester, small_suite: Path, counting: Path
+) -> None:
+    # Calls that would take an hour: only the second Ctrl-C can end this run soon.
+    process, log = _interruptible(pytester, 3600.0)
+    try:
+        assert _wait_until(lambda: call_count(counting) >= 2)
+        process.send_signal(signal.SIGINT)
+        assert _wait_until(
+            lambda: "evalmine: interrupted" in (pytester.path / "run.log").read_text()
+        )
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == pytest.ExitCode.INTERRUPTED
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        log.close()
+    assert call_count(counting) == 2
+
+
+# --- item 11: -x counts every call the run made ------------------------------------------------
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_run_stopped_by_x_reports_every_call_it_made(
+    pytester: pytest.Pytester,
+    small_suite: Path,
+    counting: Path,
+    workers: list[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The first item's answer is empty: -x stops the run after it.
+    monkeypatch.setenv("TEST_FAKE_FAULT", "empty_answer,prompt=twice,model=fake/alpha")
+    result = pytester.runpytest_subprocess(
+        "--evalmine-fake",
+        "-x",
+        "-p",
+        "no:cacheprovider",
+        *workers,
+    )
+    # xdist ends a -x run as "interrupted" (exit 2), pytest itself with exit 1.
+    assert result.ret == (pytest.ExitCode.INTERRUPTED if workers else pytest.ExitCode.TESTS_FAILED)
+    assert call_count(counting) == 6
+    report = latest_report(pytester.path)
+    assert report["calls"]["made"] == 6
+    answers = latest_answers(pytester.path)
+    assert len(answers) == 6 and all(a["cost_usd"] > 0 for a in answers)
+    assert report["cost"]["answers_spent_usd"] == pytest.approx(sum(a["cost_usd"] for a in answers))
+    assert report["partial"] is True
+    assert report["partial_reason"] == "stopped early (-x or --maxfail), not judged"
+    assert report["items_not_run"] >= 1
+    assert not (pytester.path / "reports" / "small" / "latest.json").exists()
+
+
+# --- item 12: replay misses and fragments ------------------------------------------------------
+
+JUDGE = "--evalmine-judge=fake/judge"
+
+
+def test_a_judge_replay_miss_is_its_own_exit_code_not_the_cap(
+    pytester: pytest.Pytester, small_suite: Path
+) -> None:
+    pytester.runpytest("--evalmine-fake").assert_outcomes(passed=6)  # answers only, no judge
+    first = json.loads((pytester.path / "reports" / "small" / "latest.json").read_text())
+    result = pytester.runpytest("--evalmine-fake", "--evalmine-record=none", JUDGE)
+    assert result.ret == exitcodes.REPLAY_MISSED
+    text = " ".join(result.stdout.str().split())
+    assert "cost cap" not in text
+    assert "REPLAY MISS: 6 answer(s) or verdict(s) were not in the cache" in text
+    report = latest_report(pytester.path)
+    assert report["replay_misses"] == 6 and report["partial"] is False
+    assert report["headline"]["exclusions"] == {"fake/beta": {"judge_replay_miss": 3}}
+    # A fragment: the next run still compares with the complete one.
+    pointer = json.loads((pytester.path / "reports" / "small" / "latest.json").read_text())
+    assert pointer == first
+
+
+def test_a_replay_that_misses_everything_exits_16_and_leaves_latest(
+    pytester: pytest.Pytester, small_suite: Path
+) -> None:
+    result = pytester.runpytest("--evalmine-fake", "--evalmine-record=none")
+    assert result.ret == exitcodes.REPLAY_MISSED
+    assert latest_report(pytester.path)["outcomes"] == {"replay_miss": 6}
+    assert not (pytester.path / "reports" / "small" / "latest.json").exists()
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [
+        ["-k", "alpha"],
+        ["-m", "evalmine(task='triage')"],
+        ["--deselect", "small.eval.yaml::polite::refund-no[fake/beta]"],
+        ["small.eval.yaml::triage"],
+    ],
+    ids=["-k", "-m", "--deselect", "node-id"],
+)
+def test_a_subset_run_leaves_latest_json_unless_asked(
+    pytester: pytest.Pytester, small_suite: Path, selection: list[str]
+) -> None:
+    pytester.runpytest("--evalmine-fake").assert_outcomes(passed=6)
+    latest = pytester.path / "reports" / "small" / "latest.json"
+    complete = json.loads(latest.read_text())
+    pytester.runpytest("--evalmine-fake", *selection)
+    assert json.loads(latest.read_text()) == complete
+    assert latest_report(pytester.path)["latest_note"].startswith(
+        "latest.json not moved: this run selected a subset"
+    )
+    pytester.runpytest("--evalmine-fake", "--evalmine-update-latest", *selection)
+    assert json.loads(latest.read_text())["run_id"] == latest_report(pytester.path)["run_id"]
+
+
+def test_a_run_that_was_not_judged_does_not_claim_the_judge_changed() -> None:
+    from pytest_evalmine.reports.compare import compare
+
+    judged = {"suite": {"hash": "h"}, "headline": {"judge": {"model": "fake/judge"}}}
+    stopped = {"suite": {"hash": "h"}, "headline": None}
+    assert compare(stopped, judged)["judge_changed"] is False
+    assert compare(judged, stopped)["judge_changed"] is True

@@ -197,6 +197,7 @@ def test_pair_to_dict_is_json_with_candidate_verdict_per_pass() -> None:
         "cached",
         "cost_usd",
         "cost_if_uncached_usd",
+        "possibly_billed_usd",
         "attempts",
         "error",
         "error_kind",

@@ -80,6 +80,7 @@ class Usage:
 
     ``reported`` is False when the provider sent no usage: the adapter then fills in an
     estimate and the cost derived from it is a lower bound, shown as such, never as $0.
+    ``anomaly`` says what the dispatcher clamped when the provider's counts were impossible.
     """
 
     input_tokens: int = 0
@@ -87,6 +88,7 @@ class Usage:
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
     reported: bool = True
+    anomaly: str | None = None
 
 
 CHARS_PER_TOKEN = 4
@@ -142,6 +144,9 @@ class AdapterError(EvalmineError):
     ``kind`` is one of: rate_limit, server_error, timeout, connection, bad_request, auth,
     malformed_response. The message never contains a credential: every key this process loaded
     and every key-shaped string is redacted here, whoever raises the error.
+    ``possibly_billed`` says whether the provider may have processed (and billed) the request
+    although no usable answer came back; ``None`` leaves it to the kind (timeout, connection
+    and malformed_response may have been billed).
     """
 
     def __init__(
@@ -152,12 +157,20 @@ class AdapterError(EvalmineError):
         retryable: bool,
         retry_after_s: float | None = None,
         status: int | None = None,
+        possibly_billed: bool | None = None,
     ) -> None:
         super().__init__(redact(message))
         self.kind = kind
         self.retryable = retryable
         self.retry_after_s = retry_after_s
         self.status = status
+        self.possibly_billed = possibly_billed
+
+    @property
+    def may_have_been_billed(self) -> bool:
+        if self.possibly_billed is not None:
+            return self.possibly_billed
+        return self.kind in ("timeout", "connection", "malformed_response")
 
 
 @runtime_checkable

@@ -205,9 +205,13 @@ async def _exchange(
     )
     try:
         return await asyncio.wait_for(_send(client, request, hidden), timeout=timeout_s)
-    except (httpx.TimeoutException, asyncio.TimeoutError):
+    except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
         raise AdapterError(
-            "timeout", f"no response within {timeout_s:g} s from {_origin(url)}", retryable=True
+            "timeout",
+            f"no response within {timeout_s:g} s from {_origin(url)}",
+            retryable=True,
+            # Only a connect timeout proves the request never arrived.
+            possibly_billed=not isinstance(exc, httpx.ConnectTimeout),
         ) from None
     except httpx.UnsupportedProtocol as exc:
         raise AdapterError(
@@ -232,6 +236,7 @@ async def _exchange(
             "connection",
             redact(f"connection to {_origin(url)}{hint} failed: {detail}", hidden),
             retryable=True,
+            possibly_billed=not isinstance(exc, httpx.ConnectError),
         ) from None
 
 

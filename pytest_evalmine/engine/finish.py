@@ -15,6 +15,7 @@ from ..exitcodes import (
     REGRESSION_FAILED,
     RELEASE_GATE_BLOCKED,
     RELEASE_GATE_INVESTIGATE,
+    REPLAY_MISSED,
     STOPPED_OVER_BUDGET,
 )
 from ..judging.gate import BLOCK, INVESTIGATE
@@ -47,24 +48,29 @@ def finish_run(
     report_root: Path,
     judge_registry: AdapterRegistry | None,
     on_progress: Callable[[Progress], None] | None = None,
-    skip_judging: str | None = None,
+    on_interrupt: Callable[[int, float], None] | None = None,
+    stopped: str | None = None,
 ) -> list[FinishedSuite]:
     """Session finish, once per run: judge, calibrate, compare and write every suite's
     reports. Provider trouble while judging becomes a note in the report, never an exception.
-    ``skip_judging`` (a reason) writes the answers' reports without spending on the judge."""
+    ``stopped`` (why the run did not run every item: Ctrl-C, -x) writes partial reports
+    without spending on the judge. Every answer the run dispatched is reported, whether its
+    item ran or not."""
     by_suite: dict[str, list[AnswerRecord]] = {}
-    for record in session.records:
+    for record in session.all_records():
         by_suite.setdefault(record.suite_file, []).append(record)
     finished = []
     for suite_file, records in sorted(by_suite.items()):
         suite = session.load(session.rootdir / suite_file)
         models = session.models_for(suite)
-        if skip_judging:
-            headline, note = None, f"not judged: {skip_judging}"
+        if stopped:
+            headline, note = None, f"not judged: {stopped}"
         else:
             headline, note = _judge_suite(
-                session, suite, records, models, judge_registry, on_progress
+                session, suite, records, models, judge_registry, on_progress, on_interrupt
             )
+            if session.interrupted:
+                stopped = "interrupted (Ctrl-C) while judging"
         summary = summarize(
             run_id=session.run_id(suite),
             records=records,
@@ -76,6 +82,7 @@ def finish_run(
             cap_usd=session.resolve_cap(),
             cap_source=session.cap_source,
             estimate_usd=session.estimate.cost_usd if session.estimate else None,
+            worst_case_usd=session.estimate.worst_case_usd if session.estimate else None,
             record_mode=session.record_mode,
             adapter_routing="fake (every model routed to the fake adapter)"
             if session.settings.fake
@@ -91,7 +98,10 @@ def finish_run(
             else suite.gate,
             regression_tasks=tuple(t.id for t in suite.tasks if t.regression),
             score_only=len(models) == 1 or not any(t.judge for t in suite.tasks),
+            stopped=stopped,
         )
+        held_back = _why_latest_stays(session, suite, summary)
+        summary = dataclasses.replace(summary, latest_note=held_back)
         previous = _previous_report(session, suite, report_root)
         if previous is not None:
             summary = dataclasses.replace(
@@ -100,11 +110,30 @@ def finish_run(
                     summary.to_json(), load_report(previous), suite.mover_threshold
                 ),
             )
-        run_dir = write_run(summary, report_root)
+        run_dir = write_run(summary, report_root, move_latest=held_back is None)
         _write_recording(session, suite, records, headline)
         fail = session.settings.fail_under_calibration or suite.judge.on_below_floor == "fail"
         finished.append(FinishedSuite(summary, run_dir, fail))
     return finished
+
+
+def _why_latest_stays(session: EvalSession, suite: Suite, summary: RunSummary) -> str | None:
+    """Why this run must not become the one the next run compares with (a fragment), or
+    None when it may. ``--evalmine-update-latest`` moves it anyway."""
+    if session.settings.update_latest:
+        return None
+    if suite.path in session.subsets:
+        reason = "this run selected a subset of the suite's items"
+    elif summary.partial:
+        reason = f"this run is partial ({summary.partial_reason})"
+    elif summary.replay_misses:
+        reason = f"this replay missed {summary.replay_misses} answer(s) or verdict(s)"
+    else:
+        return None
+    return (
+        f"latest.json not moved: {reason}; the next run compares with the last complete "
+        "run (--evalmine-update-latest moves it anyway)"
+    )
 
 
 def _write_recording(
@@ -142,11 +171,13 @@ def _write_recording(
 
 
 def exit_code(finished: Sequence[FinishedSuite]) -> int | None:
-    """Our exit code for the run, or None to keep pytest's: a budget stop first, then the
-    release gate's Block, then a failed regression task, then the gate's Investigate, then
-    the calibration gate where the suite or the option asks for it."""
-    if any(f.summary.partial for f in finished):
+    """Our exit code for the run, or None to keep pytest's: a budget stop first, then a
+    replay miss, then the release gate's Block, then a failed regression task, then the
+    gate's Investigate, then the calibration gate where the suite or the option asks for it."""
+    if any(f.summary.budget_stopped for f in finished):
         return STOPPED_OVER_BUDGET
+    if any(f.summary.replay_misses for f in finished):
+        return REPLAY_MISSED
     verdicts = {f.summary.gate.verdict for f in finished if f.summary.gate is not None}
     if BLOCK in verdicts:
         return RELEASE_GATE_BLOCKED
@@ -168,6 +199,7 @@ def _judge_suite(
     models: list[str],
     judge_registry: AdapterRegistry | None,
     on_progress: Callable[[Progress], None] | None,
+    on_interrupt: Callable[[int, float], None] | None,
 ) -> tuple[Headline | None, str | None]:
     judge_model = session.judge_model_for(suite)
     if judge_model is None:
@@ -176,11 +208,14 @@ def _judge_suite(
         return None, "one model only: there is no candidate to compare with the baseline"
     try:
         dispatcher = session.dispatcher(
-            judge_registry or session.default_registry(), on_progress=on_progress
+            judge_registry or session.default_registry(),
+            on_progress=on_progress,
+            on_interrupt=on_interrupt,
         )
         headline = run_headline(
             suite, records, models, judge_model, dispatcher, gate_on=session.settings.kappa_gate
         )
+        session.interrupted = session.interrupted or dispatcher.interrupted
     except Exception as exc:  # judging must never turn the run into a traceback
         return None, f"judging failed: {type(exc).__name__}: {exc}"
     return headline, None

@@ -25,6 +25,7 @@ from ..reports.render import money
 from ..run.dispatch import (
     BUDGET,
     ERROR,
+    INTERRUPTED,
     OK,
     REPLAY_MISS,
     Dispatcher,
@@ -37,7 +38,7 @@ from ..run.endpoints import Endpoint, from_suite, parse_option
 from ..run.loop import SessionLoop
 from ..run.prices import PriceTable, load_prices
 from ..run.records import ERROR as ERROR_OUTCOME
-from ..run.records import FAILED, NOT_RUN_BUDGET, PASSED, AnswerRecord
+from ..run.records import FAILED, NOT_RUN_BUDGET, NOT_RUN_INTERRUPTED, PASSED, AnswerRecord
 from ..run.records import REPLAY_MISS as REPLAY_MISS_OUTCOME
 from ..run.runtoken import new_run_token
 from ..run.store import Store
@@ -119,13 +120,24 @@ class EvalSession:
     estimate: Estimate | None = None
     cap_usd: float | None = None
     cap_source: str = ""
+    # Set by the preflight when the estimate fits the cap but the worst case does not.
+    cap_warning: str | None = None
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    specs: dict[str, ItemSpec] = field(default_factory=dict)
+    # Records of dispatched answers whose items never ran, from xdist workers.
+    unreported: list[AnswerRecord] = field(default_factory=list)
+    # Set when a Ctrl-C stopped a dispatch of this process.
+    interrupted: bool = False
+    # Suite files whose items were not all selected (-k, -m, --lf, --deselect, node ids).
+    subsets: set[Path] = field(default_factory=set)
     judge_registry: AdapterRegistry | None = None
     # Every batch of the session runs on this loop: one HTTP client per provider throughout.
     loop: SessionLoop = field(default_factory=SessionLoop)
     checkers: dict[str, CheckerInfo] = field(default_factory=lambda: dict(BUILTIN))
     check_errors: dict[str, UserCheckError] = field(default_factory=dict)
     executed: dict[str, dict[int, Any]] = field(default_factory=dict)
+    # Other runs on the cache this run waited for: run token -> what they had committed.
+    other_runs: dict[str, float] = field(default_factory=dict)
     _store: Store | None = None
     _prices: PriceTable | None = None
     _registry: AdapterRegistry | None = None
@@ -272,6 +284,11 @@ class EvalSession:
             models.insert(0, baseline)
         return models
 
+    def note_selection(self, suite: Suite, selected: int) -> None:
+        """Remember whether this run selected every item of ``suite``."""
+        if selected < len(self.specs_for(suite)):
+            self.subsets.add(suite.path)
+
     def specs_for(self, suite: Suite) -> list[ItemSpec]:
         """Items in file order of tasks and cases (the first ``--evalmine-limit`` of each
         task), then model order (deterministic for xdist)."""
@@ -300,6 +317,7 @@ class EvalSession:
         *,
         concurrency_share: int = 1,
         on_progress: Callable[[Progress], None] | None = None,
+        on_interrupt: Callable[[int, float], None] | None = None,
     ) -> Dispatcher:
         set_max_response_mb(self.settings.max_response_mb)
         return Dispatcher(
@@ -315,6 +333,7 @@ class EvalSession:
             provider_concurrency={e.name: e.concurrency for e in self.endpoints() if e.concurrency},
             on_progress=on_progress,
             loop=self.loop,
+            on_interrupt=on_interrupt,
         )
 
     def judge_model_for(self, suite: Suite) -> str | None:
@@ -367,6 +386,18 @@ class EvalSession:
                 f"{money(available)} left of the cap of {money(dispatcher.cap_usd)} "
                 f"(from {self.cap_source}){committed}; {estimate.cached} call(s) are cached. "
                 "Raise the cap, lower max_tokens or select fewer items."
+            )
+        if estimate.worst_case_usd > available:
+            self.cap_warning = (
+                f"evalmine: warning: the cap may not cover the worst case: "
+                f"{estimate.uncached} uncached call(s) are estimated at "
+                f"{money(estimate.cost_usd)} but may cost up to "
+                f"{money(estimate.worst_case_usd)} (every input byte a token, every answer at "
+                f"max_tokens), over the {money(available)} left of the cap of "
+                f"{money(dispatcher.cap_usd)} (from {self.cap_source}); if answers run long "
+                f"the run stops short with exit 11. A cap of "
+                f"{money(estimate.worst_case_usd + estimate.already_committed_usd)} covers "
+                "the worst case."
             )
         return planned
 
@@ -434,8 +465,11 @@ class EvalSession:
         if planned is None:
             planned = dispatcher.plan(spec.request() for spec in specs)
         outcomes = dispatcher.run_each(planned)
+        self.other_runs.update(dispatcher.other_runs)
+        self.interrupted = self.interrupted or dispatcher.interrupted
         for spec, outcome in zip(specs, outcomes, strict=True):
             self.outcomes[spec_id(spec)] = outcome
+            self.specs[spec_id(spec)] = spec
         self.execute_checks(specs, outcomes)
         return self.outcomes
 
@@ -472,12 +506,14 @@ class EvalSession:
             cost_usd=outcome.cost_usd,
             cost_if_uncached_usd=outcome.cost_if_uncached_usd,
             redactions=outcome.redactions,
+            possibly_billed_usd=outcome.possibly_billed_usd,
         )
         if outcome.status != OK or outcome.response is None:
             record.outcome = {
                 ERROR: ERROR_OUTCOME,
                 BUDGET: NOT_RUN_BUDGET,
                 REPLAY_MISS: REPLAY_MISS_OUTCOME,
+                INTERRUPTED: NOT_RUN_INTERRUPTED,
             }.get(outcome.status, ERROR_OUTCOME)
             record.error = outcome.error
             return record
@@ -506,6 +542,7 @@ class EvalSession:
         record.finish_reason = response.finish_reason
         usage = dataclasses.asdict(response.usage)
         record.usage_reported = usage.pop("reported")
+        record.usage_anomaly = usage.pop("anomaly")
         record.tokens = usage
         record.latency_s = response.latency_s
         record.provider_request_id = response.provider_request_id
@@ -515,6 +552,28 @@ class EvalSession:
 
     def add_record(self, record: AnswerRecord) -> None:
         self.records.append(record)
+
+    def unreported_records(self) -> list[AnswerRecord]:
+        """A record for every answer this process dispatched whose item reported nothing
+        here (pytest stopped before it, or another xdist worker ran it)."""
+        reported = {record.identity for record in self.records}
+        records = []
+        for key, outcome in self.outcomes.items():
+            spec = self.specs[key]
+            identity = (spec.suite.shown, spec.task.id, spec.case.id, spec.model)
+            if identity not in reported:
+                record = self.record_for(spec, outcome)
+                record.item_ran = False
+                records.append(record)
+        return records
+
+    def all_records(self) -> list[AnswerRecord]:
+        """Every item's record once: the one its item reported, else the dispatch's own (so
+        the report counts every call the run made, whichever items ran)."""
+        by_identity = {}
+        for record in [*self.records, *self.unreported_records(), *self.unreported]:
+            by_identity.setdefault(record.identity, record)
+        return list(by_identity.values())
 
     # identity -----------------------------------------------------------------------------
     def run_id(self, suite: Suite) -> str:

@@ -54,8 +54,12 @@ class Headline:
         return sum(p.check_override for p in self.pairs if p.candidate == candidate)
 
     @property
-    def judge_not_run(self) -> bool:
-        return any(p.excluded == "judge_not_run" for p in self.pairs)
+    def judge_possibly_billed_usd(self) -> float:
+        return sum(j.possibly_billed_usd for p in self.pairs for j in p.passes)
+
+    def judge_passes_with(self, error_kind: str) -> int:
+        """Judge passes that ended with ``error_kind`` (e.g. ``budget``, ``replay_miss``)."""
+        return sum(1 for p in self.pairs for j in p.passes if j.error_kind == error_kind)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +92,7 @@ class Headline:
             "judge_cost": {
                 "spent_usd": self.judge_cost_usd,
                 "if_uncached_usd": self.judge_cost_if_uncached_usd,
+                "possibly_billed_usd": self.judge_possibly_billed_usd,
             },
         }
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..adapters.base import Request
-from ..run.dispatch import BUDGET, OK, REPLAY_MISS, Dispatcher, Outcome, Planned
+from ..run.dispatch import BUDGET, INTERRUPTED, OK, REPLAY_MISS, Dispatcher, Outcome, Planned
 from ..run.records import AnswerRecord
 from ..scoring.checks import check_answer
 from ..suite.canonical import sha256_hex
@@ -210,7 +210,9 @@ def judge_pairs(
             kinds = {p.error_kind for p in pair.passes if p.winner_slot is None}
             if kinds <= {UNPARSEABLE}:
                 pair.excluded = "judge_unparseable"
-            elif kinds & {BUDGET, REPLAY_MISS}:
+            elif REPLAY_MISS in kinds:
+                pair.excluded = "judge_replay_miss"
+            elif kinds & {BUDGET, INTERRUPTED}:
                 pair.excluded = "judge_not_run"
             else:
                 pair.excluded = "judge_error"
@@ -227,6 +229,7 @@ def _record_pass(pair: Pair, order: str, plan: Planned, outcome: Outcome) -> Non
         cached=outcome.cached,
         cost_usd=outcome.cost_usd,
         cost_if_uncached_usd=outcome.cost_if_uncached_usd,
+        possibly_billed_usd=outcome.possibly_billed_usd,
         attempts=outcome.attempts,
         redactions=outcome.redactions,
     )

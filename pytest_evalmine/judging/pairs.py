@@ -7,7 +7,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..run.records import ERROR, FAILED, NOT_RUN_BUDGET, PASSED, REPLAY_MISS, AnswerRecord
+from ..run.records import (
+    ERROR,
+    FAILED,
+    NOT_RUN_BUDGET,
+    NOT_RUN_INTERRUPTED,
+    PASSED,
+    REPLAY_MISS,
+    AnswerRecord,
+)
 
 BASELINE_FIRST = "baseline_first"
 CANDIDATE_FIRST = "candidate_first"
@@ -31,6 +39,7 @@ EXCLUSION_REASONS = (
     "missing_answer",
     "judge_error",
     "judge_not_run",
+    "judge_replay_miss",
     "judge_unparseable",
 )
 
@@ -44,6 +53,7 @@ class JudgePass:
     cached: bool = False
     cost_usd: float = 0.0
     cost_if_uncached_usd: float = 0.0
+    possibly_billed_usd: float = 0.0
     attempts: int = 0
     error: str | None = None
     error_kind: str | None = None
@@ -161,7 +171,7 @@ def exclusion_reason(record: AnswerRecord | None) -> str | None:
         return "missing_answer"
     if record.outcome == ERROR:
         return "provider_error"
-    if record.outcome in (NOT_RUN_BUDGET, REPLAY_MISS):
+    if record.outcome in (NOT_RUN_BUDGET, REPLAY_MISS, NOT_RUN_INTERRUPTED):
         return "not_run"
     if record.outcome == PASSED:
         return None

@@ -53,7 +53,8 @@ def compare(
     result: dict[str, Any] = {
         "previous_run_id": previous.get("run_id"),
         "same_suite": same_suite,
-        "judge_changed": _judge(current) != _judge(previous),
+        # A run that was not judged (stopped, no judge) says nothing about the judge.
+        "judge_changed": _judge(current) is not None and _judge(current) != _judge(previous),
         "models_changed": current.get("models") != previous.get("models"),
         "cost": {
             "spent_usd": _delta(current, previous, "cost", "spent_usd"),

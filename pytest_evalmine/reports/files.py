@@ -24,8 +24,9 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def write_run(summary: RunSummary, report_root: Path) -> Path:
-    """Write the run folder and move ``latest.json``; returns the run folder."""
+def write_run(summary: RunSummary, report_root: Path, *, move_latest: bool = True) -> Path:
+    """Write the run folder and, when ``move_latest``, point ``latest.json`` at it; returns
+    the run folder."""
     suite_dir = report_root / summary.suite_name
     run_dir = suite_dir / summary.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -37,12 +38,13 @@ def write_run(summary: RunSummary, report_root: Path) -> Path:
     atomic_write(run_dir / "report.json", json.dumps(report, indent=2) + "\n")
     atomic_write(run_dir / "report.md", render_markdown(summary))
     atomic_write(run_dir / "report.html", render_html(report, pairs))
-    pointer = {
-        "run_id": summary.run_id,
-        "path": f"{summary.run_id}/report.json",
-        "suite_hash": summary.suite_hash,
-    }
-    atomic_write(suite_dir / "latest.json", json.dumps(pointer, indent=2) + "\n")
+    if move_latest:
+        pointer = {
+            "run_id": summary.run_id,
+            "path": f"{summary.run_id}/report.json",
+            "suite_hash": summary.suite_hash,
+        }
+        atomic_write(suite_dir / "latest.json", json.dumps(pointer, indent=2) + "\n")
     return run_dir
 
 
@@ -76,8 +78,7 @@ def render_markdown(summary: RunSummary) -> str:
     ]
     if summary.partial:
         lines += [
-            "> **PARTIAL RUN**: the cost cap was reached; some calls were not made. Numbers "
-            "below cover only what ran.",
+            f"> **PARTIAL RUN**: {summary.partial_reason}. Numbers below cover only what ran.",
             "",
         ]
     if summary.redactions:

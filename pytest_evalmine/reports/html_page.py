@@ -87,8 +87,9 @@ def verdict_banner(report: dict[str, Any], element_id: str | None = "verdict") -
     """The first thing on the page: may the win rate be quoted, and if not, why not."""
     headline = report.get("headline")
     header = f'<header id="{element_id}" class="verdict' if element_id else '<header class="verdict'
+    reason = report.get("partial_reason") or "the cost cap was reached"
     partial = (
-        '<div class="verdict-partial">PARTIAL RUN: the cost cap was reached; the numbers cover '
+        f'<div class="verdict-partial">PARTIAL RUN: {_e(reason)}; the numbers cover '
         "only what ran.</div>"
         if report.get("partial")
         else ""

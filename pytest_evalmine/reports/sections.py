@@ -189,9 +189,19 @@ def paired_section(comparisons: Sequence[ModelComparison]) -> Section:
 def scorecard_section(summary: RunSummary) -> Section:
     section = Section("Scorecard")
     if summary.partial:
+        section.lines.append(f"PARTIAL RUN: {summary.partial_reason}")
+    if summary.items_not_run:
         section.lines.append(
-            "PARTIAL RUN: the cost cap was reached; items marked not_run_budget were not sent"
+            f"{summary.items_not_run} item(s) were not run by pytest; their answers were "
+            "dispatched and are counted and checked here"
         )
+    if summary.replay_misses:
+        section.lines.append(
+            f"REPLAY MISS: {summary.replay_misses} answer(s) or verdict(s) were not in the "
+            "cache and --evalmine-record=none forbids calling"
+        )
+    if summary.latest_note:
+        section.lines.append(summary.latest_note)
     headers, rows = list(HEADERS), [list(row) for row in scorecard_rows(summary.scores)]
     if not summary.score_only:
         # Two or more models: one score column per task, rows in the scorecard's model order.
@@ -209,6 +219,21 @@ def scorecard_section(summary: RunSummary) -> Section:
         f"uncached (answers and judge); cap {money(summary.cap_usd)} ({summary.cap_source}); "
         f"prices pinned {summary.prices_pinned}"
     )
+    if summary.calls_possibly_billed:
+        section.footer.append(
+            f"possibly billed: {money(summary.possibly_billed_usd)} over "
+            f"{summary.calls_possibly_billed} call(s) that were sent and failed (timeout, "
+            "dropped connection, broken answer); counted at their worst case toward the cap, "
+            "not in the cost above"
+        )
+    anomalies = summary.usage_anomalies
+    if anomalies:
+        first = anomalies[0]
+        section.footer.append(
+            f"impossible usage from the provider, clamped and costed at the clamp: "
+            f"{len(anomalies)} answer(s), e.g. {first['task']}/{first['case']} "
+            f"({first['model']}): {first['anomaly']}"
+        )
     judge = summary.headline
     judge_calls = (
         f"; judge calls: {judge.judge_calls_made} made, {judge.judge_calls_cached} cached"

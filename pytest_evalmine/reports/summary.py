@@ -45,6 +45,11 @@ class RunSummary:
     headline: Headline | None = None
     judge_note: str | None = None
     changes: dict[str, Any] | None = None
+    worst_case_usd: float | None = None
+    # Why the run stopped before every selected item ran and was judged (Ctrl-C, -x), or None.
+    stopped: str | None = None
+    # Why latest.json was left where it was, or None when this run moved it.
+    latest_note: str | None = None
     gate_config: GateConfig | None = None
     regression_tasks: tuple[str, ...] = ()
     # One model, or no judged task: the Scores section stands where the judge's would.
@@ -83,6 +88,30 @@ class RunSummary:
         return self.answers_spent_usd + self.judge_spent_usd
 
     @property
+    def possibly_billed_usd(self) -> float:
+        """Worst case of calls sent that failed (answers and judge): the provider may bill
+        them, so the cap counted them; not part of ``spent_usd``."""
+        judge = self.headline.judge_possibly_billed_usd if self.headline else 0.0
+        return sum(r.possibly_billed_usd for r in self.records) + judge
+
+    @property
+    def calls_possibly_billed(self) -> int:
+        judge = (
+            sum(1 for p in self.headline.pairs for j in p.passes if j.possibly_billed_usd)
+            if self.headline
+            else 0
+        )
+        return sum(1 for r in self.records if r.possibly_billed_usd) + judge
+
+    @property
+    def usage_anomalies(self) -> list[dict[str, str]]:
+        return [
+            {"task": r.task, "case": r.case, "model": r.model, "anomaly": r.usage_anomaly}
+            for r in self.records
+            if r.usage_anomaly
+        ]
+
+    @property
     def if_uncached_usd(self) -> float:
         judge = self.headline.judge_cost_if_uncached_usd if self.headline else 0.0
         return sum(r.cost_if_uncached_usd for r in self.records) + judge
@@ -92,9 +121,33 @@ class RunSummary:
         return dict(sorted(Counter(r.outcome for r in self.records).items()))
 
     @property
+    def budget_stopped(self) -> bool:
+        """The cap stopped an answer or a judge call of this run."""
+        judge = self.headline is not None and self.headline.judge_passes_with("budget") > 0
+        return judge or any(r.outcome == "not_run_budget" for r in self.records)
+
+    @property
+    def replay_misses(self) -> int:
+        """Answers and judge verdicts record mode none needed and the cache did not hold."""
+        judge = self.headline.judge_passes_with("replay_miss") if self.headline else 0
+        return judge + sum(1 for r in self.records if r.outcome == "replay_miss")
+
+    @property
     def partial(self) -> bool:
-        judge_stopped = self.headline is not None and self.headline.judge_not_run
-        return judge_stopped or any(r.outcome == "not_run_budget" for r in self.records)
+        return self.stopped is not None or self.budget_stopped
+
+    @property
+    def partial_reason(self) -> str | None:
+        if self.stopped is not None:
+            return f"{self.stopped}, not judged"
+        if self.budget_stopped:
+            return "cost cap reached; some calls were not made"
+        return None
+
+    @property
+    def items_not_run(self) -> int:
+        """Items pytest never ran whose answers were dispatched (and are counted here)."""
+        return sum(1 for r in self.records if not r.item_ran)
 
     @property
     def redactions(self) -> int:
@@ -128,23 +181,31 @@ class RunSummary:
             "baseline": self.models[0] if self.models else None,
             "models_hash": self.models_hash,
             "partial": self.partial,
-            "partial_reason": "cost cap reached; some calls were not made"
-            if self.partial
-            else None,
+            "partial_reason": self.partial_reason,
             "items": len(self.records),
+            "items_not_run": self.items_not_run,
+            "replay_misses": self.replay_misses,
+            "latest_note": self.latest_note,
             "outcomes": self.outcomes,
-            "calls": {"made": self.calls_made, "cached": self.calls_cached},
+            "calls": {
+                "made": self.calls_made,
+                "cached": self.calls_cached,
+                "possibly_billed": self.calls_possibly_billed,
+            },
             "redactions": self.redactions,
             "cost": {
                 "cap_usd": self.cap_usd,
                 "cap_source": self.cap_source,
                 "estimate_usd": self.estimate_usd,
+                "worst_case_usd": self.worst_case_usd,
                 "spent_usd": self.spent_usd,
                 "answers_spent_usd": self.answers_spent_usd,
                 "judge_spent_usd": self.judge_spent_usd,
                 "if_uncached_usd": self.if_uncached_usd,
+                "possibly_billed_usd": self.possibly_billed_usd,
                 "prices_pinned": self.prices_pinned,
             },
+            "usage_anomalies": self.usage_anomalies,
             "record_mode": self.record_mode,
             "adapter_routing": self.adapter_routing,
             "scorecard": [score.to_dict() for score in self.scores],

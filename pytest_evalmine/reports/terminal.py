@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..exitcodes import meaning
 from ..judging.headline import DAGGER
-from .render import text_table
+from .render import money, text_table
 from .sections import Section, report_sections
 from .summary import RunSummary
 
@@ -39,7 +39,7 @@ def terminal_lines(summary: RunSummary, report_path: str, width: int = 80) -> li
     ]
     styled = [Line(text) for line in lines for text in fit(line, width)]
     if summary.partial:
-        styled.append(Line("PARTIAL RUN: the cost cap was reached; some calls were not made", FLAG))
+        styled += [Line(t, FLAG) for t in fit(f"PARTIAL RUN: {summary.partial_reason}", width)]
     for section in report_sections(summary):
         styled += terminal_section(section, width)
     styled += [Line(text) for text in fit(f"report: {report_path}", width)]
@@ -130,3 +130,13 @@ def verdict_line(summaries: Sequence[RunSummary], exit_code: int) -> Line:
         elif summaries:
             text += "; no judge, no win rate"
     return Line(text, FLAG if exit_code != 0 or flagged else OK)
+
+
+def other_runs_lines(other_runs: dict[str, float]) -> list[str]:
+    """Runs on the same cache whose calls this run waited for instead of paying again."""
+    return [
+        f"another run on this cache ({token}) was making the same calls: this run used its "
+        f"answers; that run has committed {money(committed)} against its own cap (each "
+        "run's cap covers that run only)"
+        for token, committed in sorted(other_runs.items())
+    ]

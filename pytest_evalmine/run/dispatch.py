@@ -12,6 +12,8 @@ import contextlib
 import dataclasses
 import math
 import random
+import signal
+import threading
 import warnings
 import weakref
 from collections.abc import Callable, Coroutine, Iterable
@@ -33,11 +35,14 @@ from ..errors import EvalmineError, EvalmineWarning
 from ..redaction import count_redacted, redact
 from .loop import SessionLoop
 from .prices import PriceRow, PriceTable, declared_row
-from .store import Store, process_owner
+from .store import ANSWERED, CLAIMED, Claim, Hit, Store, owner_alive, process_owner
 
 T = TypeVar("T")
 RECORD_MODES = ("new", "all", "none")
 OK, ERROR, BUDGET, REPLAY_MISS = "ok", "error", "budget", "replay_miss"
+INTERRUPTED = "interrupted"
+# After the first Ctrl-C, how long calls already sent may take to land in the cache.
+INTERRUPT_GRACE_S = 10.0
 # Slack over the model's own limit so the adapter's timeout fires first with its own message.
 TIMEOUT_SLACK_S = 5.0
 CLAIM_POLL_S = 0.05
@@ -45,6 +50,9 @@ RESERVE_OVERHEAD_TOKENS = 64
 # A provider asking for a longer pause (a daily quota, say) will not recover within a run.
 MAX_RETRY_AFTER_S = 120.0
 ESTIMATE_OVERHEAD_TOKENS = 8
+# Output counts a little over max_tokens happen (stop sequences, off-by-one counting);
+# beyond max_tokens plus this (or twice max_tokens) they are not believed.
+ANOMALY_SLACK_TOKENS = 64
 
 
 @dataclass(frozen=True)
@@ -68,13 +76,59 @@ class Planned:
         return ""
 
     @property
+    def max_input_tokens(self) -> int:
+        """Every input byte a token (true of byte-level BPE tokenizers) plus chat-template
+        overhead."""
+        return len(self._input_text().encode("utf-8")) + RESERVE_OVERHEAD_TOKENS
+
+    @property
     def max_cost_usd(self) -> float:
-        """Strict upper bound, reserved before the call: every input byte a token (true of
-        byte-level BPE tokenizers) plus chat-template overhead, and all of max_tokens."""
-        input_tokens = len(self._input_text().encode("utf-8")) + RESERVE_OVERHEAD_TOKENS
+        """Strict upper bound, reserved before the call: ``max_input_tokens`` and all of
+        max_tokens."""
+        return self.price.cost(
+            Usage(input_tokens=self.max_input_tokens, output_tokens=self.request.max_tokens)
+        )
+
+    def max_cost_for(self, text_chars: int) -> float:
+        """The reservation of a request like this one whose system and prompt are
+        ``text_chars`` characters long, a token a character (their bytes are not known
+        yet)."""
+        input_tokens = text_chars + len(self._schema_text().encode()) + RESERVE_OVERHEAD_TOKENS
         return self.price.cost(
             Usage(input_tokens=input_tokens, output_tokens=self.request.max_tokens)
         )
+
+    def checked_usage(self, usage: Usage) -> Usage:
+        """The provider's counts, or, when they are impossible, the counts clamped with the
+        reason in ``anomaly``: a negative count becomes 0 (it would make a negative cost and
+        free room under the cap), and output beyond max_tokens by a wide margin, or input
+        beyond the reservation's bound by a wide margin, is cut to that bound (the worst
+        case reserved for the call)."""
+        problems = []
+        counts = {
+            name: getattr(usage, name)
+            for name in ("input_tokens", "cached_input_tokens", "cache_write_tokens")
+        }
+        counts["output_tokens"] = usage.output_tokens
+        for name, value in counts.items():
+            if value < 0:
+                problems.append(f"{name} {value} < 0")
+                counts[name] = 0
+        max_tokens = self.request.max_tokens
+        if counts["output_tokens"] > max_tokens + max(ANOMALY_SLACK_TOKENS, max_tokens):
+            problems.append(f"output_tokens {usage.output_tokens} > max_tokens {max_tokens}")
+            counts["output_tokens"] = max_tokens
+        input_side = ("input_tokens", "cached_input_tokens", "cache_write_tokens")
+        total_input = sum(counts[name] for name in input_side)
+        bound = self.max_input_tokens
+        if total_input > 2 * bound:
+            problems.append(f"{total_input} input tokens > the bound of {bound}")
+            for name in input_side:
+                counts[name] = counts[name] * bound // total_input
+        if not problems:
+            return usage
+        note = "clamped: " + "; ".join(problems)
+        return dataclasses.replace(usage, **counts, anomaly=note)
 
     @property
     def estimated_cost_usd(self) -> float:
@@ -105,6 +159,8 @@ class Outcome:
     error: str | None = None
     error_kind: str | None = None
     attempts: int = 0
+    # Worst case of tries that were sent and failed: the provider may have billed them.
+    possibly_billed_usd: float = 0.0
 
     @property
     def redactions(self) -> int:
@@ -119,6 +175,8 @@ class Estimate:
     uncached: int
     cost_usd: float
     already_committed_usd: float
+    # The sum of the uncached calls' reservations (section "Prices and the budget").
+    worst_case_usd: float = 0.0
 
     def __add__(self, other: Estimate) -> Estimate:
         """Both batches' calls; the ledger's committed amount is the run's, counted once."""
@@ -128,6 +186,7 @@ class Estimate:
             uncached=self.uncached + other.uncached,
             cost_usd=self.cost_usd + other.cost_usd,
             already_committed_usd=max(self.already_committed_usd, other.already_committed_usd),
+            worst_case_usd=self.worst_case_usd + other.worst_case_usd,
         )
 
 
@@ -156,9 +215,22 @@ class Dispatcher:
     on_progress: Callable[[Progress], None] | None = None
     # The session's loop, shared with its other dispatchers; None: a loop per batch.
     loop: SessionLoop | None = None
+    # Told, on the first Ctrl-C, how many calls are in flight and the grace they get.
+    on_interrupt: Callable[[int, float], None] | None = None
     owner: str = field(default_factory=process_owner)
     budget_exhausted: bool = False
+    # Set by the first Ctrl-C while dispatching: nothing new is sent after it.
+    interrupted: bool = False
+    # Other runs on the same cache whose calls this run waited for: run token -> what that
+    # run had committed (spent or reserved) when ours finished dispatching.
+    other_runs: dict[str, float] = field(default_factory=dict)
     _in_flight: int = field(default=0, init=False, repr=False)
+    _waiting: dict[str, asyncio.Future[Claim | None]] = field(
+        default_factory=dict, init=False, repr=False
+    )
+    _poller: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _calls: set[asyncio.Future[Response]] = field(default_factory=set, init=False, repr=False)
+    _grace_over: bool = field(default=False, init=False, repr=False)
     _settled: asyncio.Event | None = field(default=None, init=False, repr=False)
     _pacers: dict[str, _Pacer] = field(default_factory=dict, init=False, repr=False)
 
@@ -257,6 +329,7 @@ class Dispatcher:
             uncached=len(sent),
             cost_usd=sum(p.estimated_cost_usd for p in sent),
             already_committed_usd=self.store.committed(self.run_token),
+            worst_case_usd=sum(p.max_cost_usd for p in sent),
         )
 
     def estimate_by_size(self, like: Planned, text_chars: list[int]) -> Estimate:
@@ -269,6 +342,7 @@ class Dispatcher:
             uncached=len(sent),
             cost_usd=sum(like.estimated_cost_for(chars) for chars in sent),
             already_committed_usd=self.store.committed(self.run_token),
+            worst_case_usd=sum(like.max_cost_for(chars) for chars in sent),
         )
 
     def run(self, planned: list[Planned]) -> dict[str, Outcome]:
@@ -305,6 +379,8 @@ class Dispatcher:
     async def _run_all(self, planned: list[Planned]) -> dict[str, Outcome]:
         self._in_flight = 0
         self._settled = asyncio.Event()
+        self._waiting, self._poller = {}, None
+        overlapping: set[str] = set()
         unique = {p.key: p for p in planned}
         progress = Progress(total=len(unique))
         limits: dict[str, asyncio.Semaphore] = {}
@@ -314,7 +390,7 @@ class Dispatcher:
             limits.setdefault(item.adapter.name, asyncio.Semaphore(max(1, width)))
 
         async def one(item: Planned) -> Outcome:
-            outcome = await self._one(item, limits[item.adapter.name])
+            outcome = await self._one(item, limits[item.adapter.name], overlapping)
             progress.done += 1
             progress.cached += outcome.cached
             progress.spent_usd += outcome.cost_usd
@@ -322,163 +398,94 @@ class Dispatcher:
                 self.on_progress(progress)
             return outcome
 
-        outcomes = await asyncio.gather(*(one(item) for item in unique.values()))
+        catching = self._catch_interrupts()
+        try:
+            outcomes = await asyncio.gather(*(one(item) for item in unique.values()))
+        finally:
+            if catching:
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+        for token in overlapping:
+            self.other_runs[token] = self.store.committed(token)
         return {outcome.key: outcome for outcome in outcomes}
 
-    async def _one(self, item: Planned, limit: asyncio.Semaphore) -> Outcome:
-        if self.record != "all":
-            hit = self.store.get(item.key)
-            if hit is not None:
-                claim = self.store.claim_of(self.run_token, item.key)
-                if claim is not None and claim.owner != self.owner:
-                    # Paid in this very run by another worker: report it as paid, exactly
-                    # as a single process would.
-                    return await self._wait_for_other_process(item)
-                # A cache written before redaction existed may still hold a key.
+    async def _one(self, item: Planned, limit: asyncio.Semaphore, overlapping: set[str]) -> Outcome:
+        reads = self.record != "all"
+        # In record mode all, an answer another process fetched while we waited is fresh.
+        fresh_answer_waiting = False
+        while True:
+            if self.interrupted:
+                return _interrupted_outcome(item.key)
+            if reads or fresh_answer_waiting:
+                hit = self.store.hit(item.key)
+                if hit is not None:
+                    return self._from_cache(item, hit)
+            if self.record == "none":
                 return Outcome(
                     item.key,
-                    OK,
-                    redacted_response(hit.response),
-                    cached=True,
-                    cost_if_uncached_usd=hit.cost_usd,
+                    REPLAY_MISS,
+                    error="no cached answer and --evalmine-record=none forbids calling the model",
+                    error_kind=REPLAY_MISS,
                 )
-        if self.record == "none":
-            return Outcome(
-                item.key,
-                REPLAY_MISS,
-                error="no cached answer and --evalmine-record=none forbids calling the model",
-                error_kind=REPLAY_MISS,
+            state = self.store.claim(
+                self.run_token, item.key, self.owner, reads_cache=reads or fresh_answer_waiting
             )
-        if not self.store.claim(self.run_token, item.key, self.owner):
-            return await self._wait_for_other_process(item)
+            if state == CLAIMED:
+                break
+            if state == ANSWERED:
+                continue
+            # Another process holds the call: wait for its result, never pay twice.
+            claim = await self._await_claim(item.key)
+            if claim is None:  # gone, or interrupted while waiting
+                continue
+            if claim.run_token != self.run_token:
+                overlapping.add(claim.run_token)
+            elif not claim.running:
+                return self._from_claim(item, claim)
+            fresh_answer_waiting = claim.status == OK
         async with limit:
             outcome = await self._call_within_budget(item)
-        self.store.finish_claim(
-            self.run_token,
-            item.key,
-            status=outcome.status,
-            error=outcome.error,
-            error_kind=outcome.error_kind,
-            cost_usd=outcome.cost_usd,
-            attempts=outcome.attempts,
-        )
+        if outcome.status != OK:  # a paid answer finished its claim as it was stored
+            self.store.finish_claim(
+                item.key,
+                status=outcome.status,
+                error=outcome.error,
+                error_kind=outcome.error_kind,
+                cost_usd=outcome.cost_usd,
+                possibly_billed_usd=outcome.possibly_billed_usd,
+                attempts=outcome.attempts,
+            )
         return outcome
 
-    async def _call_within_budget(self, item: Planned) -> Outcome:
-        reservation = await self._reserve(item)
-        if reservation is None:
-            return _budget_outcome(item.key)
-        try:
-            return await self._call(item, reservation)
-        finally:
-            self._in_flight -= 1
-            assert self._settled is not None
-            self._settled.set()
-
-    async def _reserve(self, item: Planned) -> int | None:
-        """Reserve the call's worst case. While calls of ours are in flight their settled
-        cost will usually be below what they reserved, so wait for them before giving up."""
-        while not self.budget_exhausted:
-            reservation = self.store.reserve(
-                self.run_token, item.key, item.max_cost_usd, self.cap_usd
-            )
-            if reservation is not None:
-                self._in_flight += 1
-                return reservation
-            if self._in_flight == 0:
-                self.budget_exhausted = True
-                break
-            assert self._settled is not None
-            self._settled.clear()
-            await self._settled.wait()
-        return None
-
-    async def _call(self, item: Planned, reservation: int) -> Outcome:
-        attempts = 0
-        while True:
-            attempts += 1
-            pacer = self._pacers.get(item.adapter.name)
-            if pacer is not None:
-                await pacer.wait()
-            try:
-                response = await asyncio.wait_for(
-                    item.adapter.complete(item.request),
-                    timeout=item.request.timeout_s + TIMEOUT_SLACK_S,
-                )
-            except (AdapterError, asyncio.TimeoutError) as exc:
-                error = exc if isinstance(exc, AdapterError) else _timeout_error(item.request)
-                if error.retryable and (error.retry_after_s or 0) > MAX_RETRY_AFTER_S:
-                    error = AdapterError(
-                        error.kind,
-                        f"{error} (the provider asked to wait {error.retry_after_s:.0f} s, more "
-                        f"than the {MAX_RETRY_AFTER_S:.0f} s a run waits)",
-                        retryable=False,
-                        status=error.status,
-                    )
-                if error.retryable and attempts <= self.retries:
-                    await asyncio.sleep(self._backoff(attempts, error.retry_after_s))
-                    continue
-                self.store.release(reservation)
-                return Outcome(
-                    item.key,
-                    ERROR,
-                    error=f"{error.kind}: {error} (after {attempts} attempt(s))",
-                    error_kind=error.kind,
-                    attempts=attempts,
-                )
-            except Exception as exc:  # an adapter bug must not lose the run
-                self.store.release(reservation)
-                return Outcome(
-                    item.key,
-                    ERROR,
-                    # Not an AdapterError, so nothing has redacted its text yet.
-                    error=redact(f"adapter_crash: {type(exc).__name__}: {exc}"),
-                    error_kind="adapter_crash",
-                    attempts=attempts,
-                )
-            # Redacted before anything keeps it: the cache, and every report built from it.
-            response = redacted_response(response)
-            cost = item.price.cost(response.usage)
-            self.store.record_paid_answer(
-                key=item.key,
-                provider=item.adapter.name,
-                model=item.request.model,
-                response=response,
-                cost_usd=cost,
-                reservation=reservation,
-            )
+    def _from_cache(self, item: Planned, hit: Hit) -> Outcome:
+        # A cache written before redaction existed may still hold a key.
+        response = redacted_response(hit.answer.response)
+        claim = hit.claim
+        if claim is not None and claim.run_token == self.run_token and claim.owner != self.owner:
+            # Paid in this very run by another worker: report it as paid, exactly as a
+            # single process would.
             return Outcome(
                 item.key,
                 OK,
                 response,
-                cost_usd=cost,
-                cost_if_uncached_usd=cost,
-                attempts=attempts,
+                cost_usd=claim.cost_usd,
+                cost_if_uncached_usd=hit.answer.cost_usd,
+                attempts=claim.attempts,
+                possibly_billed_usd=claim.possibly_billed_usd,
             )
+        return Outcome(
+            item.key,
+            OK,
+            response,
+            cached=True,
+            cost_if_uncached_usd=hit.answer.cost_usd,
+        )
 
-    async def _wait_for_other_process(self, item: Planned) -> Outcome:
-        """Another worker of this run holds the call: wait for its result, never pay twice."""
-        while True:
-            claim = self.store.claim_of(self.run_token, item.key)
-            if claim is None or (
-                claim.status == "running" and self.store.claim(self.run_token, item.key, self.owner)
-            ):
-                # The holder died mid-call: we now hold the claim and make the call ourselves.
-                return await self._one(item, asyncio.Semaphore(1))
-            if claim.status != "running":
-                break
-            await asyncio.sleep(CLAIM_POLL_S)
+    def _from_claim(self, item: Planned, claim: Claim) -> Outcome:
+        """Another worker of this run finished the call: its outcome is ours."""
         if claim.status == OK:
-            hit = self.store.get(item.key)
+            hit = self.store.hit(item.key)
             if hit is not None:
-                return Outcome(
-                    item.key,
-                    OK,
-                    hit.response,
-                    cost_usd=claim.cost_usd,
-                    cost_if_uncached_usd=hit.cost_usd,
-                    attempts=claim.attempts,
-                )
+                return self._from_cache(item, hit)
             return Outcome(
                 item.key,
                 ERROR,
@@ -493,7 +500,215 @@ class Dispatcher:
             error=claim.error,
             error_kind=claim.error_kind,
             attempts=claim.attempts,
+            possibly_billed_usd=claim.possibly_billed_usd,
         )
+
+    async def _await_claim(self, key: str) -> Claim | None:
+        """The claim of ``key`` once it is no longer in flight (finished, or its owner died).
+        One poller reads every awaited claim in one query per interval."""
+        future = self._waiting.get(key)
+        if future is None:
+            future = self._waiting[key] = asyncio.get_running_loop().create_future()
+        if self._poller is None or self._poller.done():
+            self._poller = asyncio.create_task(self._poll_claims())
+        return await future
+
+    async def _poll_claims(self) -> None:
+        while self._waiting:
+            await asyncio.sleep(CLAIM_POLL_S)
+            if self.interrupted:
+                for future in self._waiting.values():
+                    future.set_result(None)
+                self._waiting.clear()
+                return
+            claims = self.store.claims_of(list(self._waiting))
+            alive: dict[str, bool] = {}
+            for key in list(self._waiting):
+                claim = claims.get(key)
+                if claim is not None and claim.running:
+                    if claim.owner not in alive:
+                        alive[claim.owner] = owner_alive(claim.owner)
+                    if alive[claim.owner]:
+                        continue
+                self._waiting.pop(key).set_result(claim)
+
+    async def _call_within_budget(self, item: Planned) -> Outcome:
+        reservation = await self._reserve(item, holding=False)
+        if self.interrupted:
+            if reservation is not None:
+                self.store.release(reservation)
+            return _interrupted_outcome(item.key)
+        if reservation is None:
+            return _budget_outcome(item.key)
+        self._in_flight += 1
+        try:
+            return await self._call(item, reservation)
+        finally:
+            self._in_flight -= 1
+            assert self._settled is not None
+            self._settled.set()
+
+    async def _reserve(self, item: Planned, *, holding: bool) -> int | None:
+        """Reserve the call's worst case. While calls of ours are in flight their settled
+        cost will usually be below what they reserved, so wait for them before giving up.
+        ``holding``: this call is in flight already (a retry after a possibly billed try)."""
+        while not (self.budget_exhausted or self.interrupted):
+            reservation = self.store.reserve(
+                self.run_token, item.key, item.max_cost_usd, self.cap_usd
+            )
+            if reservation is not None:
+                return reservation
+            if self._in_flight == int(holding):
+                self.budget_exhausted = True
+                break
+            assert self._settled is not None
+            self._settled.clear()
+            await self._settled.wait()
+        return None
+
+    async def _call(self, item: Planned, reservation: int) -> Outcome:
+        attempts = 0
+        possibly_billed = 0.0
+        while True:
+            attempts += 1
+            pacer = self._pacers.get(item.adapter.name)
+            if pacer is not None:
+                await pacer.wait()
+            try:
+                response = await self._send(item)
+            except asyncio.CancelledError:
+                if not self._grace_over:
+                    raise
+                # Sent before the Ctrl-C and still out when the grace ended: it may be billed.
+                self.store.keep_as_possibly_billed(reservation)
+                return Outcome(
+                    item.key,
+                    INTERRUPTED,
+                    error="interrupted (Ctrl-C) while the call was in flight; it may be billed",
+                    error_kind=INTERRUPTED,
+                    attempts=attempts,
+                    possibly_billed_usd=possibly_billed + item.max_cost_usd,
+                )
+            except (AdapterError, asyncio.TimeoutError) as exc:
+                error = exc if isinstance(exc, AdapterError) else _timeout_error(item.request)
+                if error.retryable and (error.retry_after_s or 0) > MAX_RETRY_AFTER_S:
+                    error = AdapterError(
+                        error.kind,
+                        f"{error} (the provider asked to wait {error.retry_after_s:.0f} s, more "
+                        f"than the {MAX_RETRY_AFTER_S:.0f} s a run waits)",
+                        retryable=False,
+                        status=error.status,
+                        possibly_billed=error.possibly_billed,
+                    )
+                retry = error.retryable and attempts <= self.retries
+                note = ""
+                if retry and self.interrupted:
+                    retry, note = False, "; not retried: interrupted (Ctrl-C)"
+                if error.may_have_been_billed:
+                    # Sent, then lost: the provider may bill it, so its worst case stays
+                    # committed; a retry needs a reservation of its own.
+                    self.store.keep_as_possibly_billed(reservation)
+                    possibly_billed += item.max_cost_usd
+                    if retry:
+                        again = await self._reserve(item, holding=True)
+                        if again is None and self.interrupted:
+                            retry, note = False, "; not retried: interrupted (Ctrl-C)"
+                        elif again is None:
+                            retry = False
+                            note = "; not retried: the cost cap has no room for another try"
+                        else:
+                            reservation = again
+                if retry:
+                    await asyncio.sleep(self._backoff(attempts, error.retry_after_s))
+                    continue
+                if not error.may_have_been_billed:
+                    self.store.release(reservation)
+                return Outcome(
+                    item.key,
+                    ERROR,
+                    error=f"{error.kind}: {error} (after {attempts} attempt(s)){note}",
+                    error_kind=error.kind,
+                    attempts=attempts,
+                    possibly_billed_usd=possibly_billed,
+                )
+            except Exception as exc:  # an adapter bug must not lose the run
+                self.store.release(reservation)
+                return Outcome(
+                    item.key,
+                    ERROR,
+                    # Not an AdapterError, so nothing has redacted its text yet.
+                    error=redact(f"adapter_crash: {type(exc).__name__}: {exc}"),
+                    error_kind="adapter_crash",
+                    attempts=attempts,
+                    possibly_billed_usd=possibly_billed,
+                )
+            # Redacted before anything keeps it: the cache, and every report built from it.
+            response = redacted_response(response)
+            usage = item.checked_usage(response.usage)
+            if usage is not response.usage:
+                response = dataclasses.replace(response, usage=usage)
+            cost = item.price.cost(usage)
+            self.store.record_paid_answer(
+                key=item.key,
+                provider=item.adapter.name,
+                model=item.request.model,
+                response=response,
+                cost_usd=cost,
+                reservation=reservation,
+                attempts=attempts,
+                possibly_billed_usd=possibly_billed,
+            )
+            return Outcome(
+                item.key,
+                OK,
+                response,
+                cost_usd=cost,
+                cost_if_uncached_usd=cost,
+                attempts=attempts,
+                possibly_billed_usd=possibly_billed,
+            )
+
+    async def _send(self, item: Planned) -> Response:
+        """The adapter call, tracked so that the end of the Ctrl-C grace can cancel it."""
+        call = asyncio.ensure_future(
+            asyncio.wait_for(
+                item.adapter.complete(item.request),
+                timeout=item.request.timeout_s + TIMEOUT_SLACK_S,
+            )
+        )
+        self._calls.add(call)
+        try:
+            return await call
+        finally:
+            self._calls.discard(call)
+
+    def _catch_interrupts(self) -> bool:
+        """On the main thread, the first Ctrl-C stops dispatching (``_on_interrupt``)."""
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self._on_interrupt)
+        except (NotImplementedError, RuntimeError, ValueError):  # e.g. Windows loops
+            return False
+        return True
+
+    def _on_interrupt(self) -> None:
+        """First Ctrl-C: send nothing new, give the calls in flight ``INTERRUPT_GRACE_S`` to
+        land in the cache, then cancel them. Removing the handler restores Python's own, so
+        a second Ctrl-C raises KeyboardInterrupt at once."""
+        loop = asyncio.get_running_loop()
+        loop.remove_signal_handler(signal.SIGINT)
+        self.interrupted = True
+        if self.on_interrupt is not None:
+            self.on_interrupt(len(self._calls), INTERRUPT_GRACE_S)
+        assert self._settled is not None
+        self._settled.set()  # wakes calls waiting for room under the cap
+        loop.call_later(INTERRUPT_GRACE_S, self._end_grace)
+
+    def _end_grace(self) -> None:
+        self._grace_over = True
+        for call in list(self._calls):
+            call.cancel()
 
     def _backoff(self, attempt: int, retry_after_s: float | None) -> float:
         if retry_after_s is not None:
@@ -573,6 +788,15 @@ def redacted_response(response: Response) -> Response:
         text=redact(response.text),
         provider_request_id=None if request_id is None else redact(request_id),
         finish_reason=redact(response.finish_reason),
+    )
+
+
+def _interrupted_outcome(key: str) -> Outcome:
+    return Outcome(
+        key,
+        INTERRUPTED,
+        error="not run: the run was interrupted (Ctrl-C) before this call was sent",
+        error_kind=INTERRUPTED,
     )
 
 

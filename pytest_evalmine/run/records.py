@@ -7,6 +7,7 @@ from typing import Any
 
 PASSED, FAILED, ERROR = "passed", "failed", "error"
 NOT_RUN_BUDGET, REPLAY_MISS = "not_run_budget", "replay_miss"
+NOT_RUN_INTERRUPTED = "not_run_interrupted"
 
 
 @dataclass
@@ -26,8 +27,12 @@ class AnswerRecord:
     finish_reason: str | None = None
     tokens: dict[str, int] = field(default_factory=dict)
     usage_reported: bool = True
+    # What the dispatcher clamped when the provider reported impossible token counts.
+    usage_anomaly: str | None = None
     cost_usd: float = 0.0
     cost_if_uncached_usd: float = 0.0
+    # Worst case of tries that were sent and failed: the provider may have billed them.
+    possibly_billed_usd: float = 0.0
     latency_s: float | None = None
     cached: bool = False
     attempts: int = 0
@@ -35,6 +40,13 @@ class AnswerRecord:
     key: str = ""
     provider_request_id: str | None = None
     redactions: int = 0
+    # False for an answer dispatched for an item pytest never ran (-x, Ctrl-C): the report
+    # still counts its call and checks its answer.
+    item_ran: bool = True
+
+    @property
+    def identity(self) -> tuple[str, str, str, str]:
+        return (self.suite_file, self.task, self.case, self.model)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

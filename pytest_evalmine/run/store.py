@@ -20,7 +20,18 @@ from pathlib import Path
 
 from ..adapters.base import Response
 
-SCHEMA = """
+LEDGER_TABLE = """
+CREATE TABLE IF NOT EXISTS ledger (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_token TEXT NOT NULL,
+    key TEXT NOT NULL,
+    reserved_usd REAL NOT NULL,
+    spent_usd REAL NOT NULL DEFAULT 0,
+    state TEXT NOT NULL
+        CHECK (state IN ('reserved', 'spent', 'released', 'possibly_billed'))
+)
+"""
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY,
     provider TEXT NOT NULL,
@@ -29,25 +40,18 @@ CREATE TABLE IF NOT EXISTS answers (
     cost_usd REAL NOT NULL,
     created_at REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS ledger (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_token TEXT NOT NULL,
-    key TEXT NOT NULL,
-    reserved_usd REAL NOT NULL,
-    spent_usd REAL NOT NULL DEFAULT 0,
-    state TEXT NOT NULL CHECK (state IN ('reserved', 'spent', 'released'))
-);
+{LEDGER_TABLE};
 CREATE INDEX IF NOT EXISTS ledger_run ON ledger (run_token, state);
 CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
     run_token TEXT NOT NULL,
-    key TEXT NOT NULL,
     owner TEXT NOT NULL,
     status TEXT NOT NULL DEFAULT 'running',
     error TEXT,
     error_kind TEXT,
     cost_usd REAL NOT NULL DEFAULT 0,
-    attempts INTEGER NOT NULL DEFAULT 0,
-    PRIMARY KEY (run_token, key)
+    possibly_billed_usd REAL NOT NULL DEFAULT 0,
+    attempts INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS adapter_state (
     adapter TEXT PRIMARY KEY,
@@ -55,6 +59,17 @@ CREATE TABLE IF NOT EXISTS adapter_state (
     updated_at REAL NOT NULL
 );
 """
+# Version 2: claims keyed by the request alone (visible to every run on the cache), and the
+# ledger state possibly_billed. Claims only matter while a call is in flight, so an older
+# claims table is dropped; the ledger's rows are copied into the new table.
+SCHEMA_VERSION = 2
+_LEDGER_V1_UPGRADE = (
+    "ALTER TABLE ledger RENAME TO ledger_v1",
+    "DROP INDEX IF EXISTS ledger_run",
+    LEDGER_TABLE,
+    "INSERT INTO ledger SELECT * FROM ledger_v1",
+    "DROP TABLE ledger_v1",
+)
 
 
 @dataclass(frozen=True)
@@ -65,16 +80,42 @@ class CachedAnswer:
 
 @dataclass(frozen=True)
 class Claim:
+    run_token: str
     owner: str
     status: str
     error: str | None
     error_kind: str | None
     cost_usd: float
+    possibly_billed_usd: float
     attempts: int
+
+    @property
+    def running(self) -> bool:
+        return self.status == RUNNING
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A cached answer and the claim that paid for it, when one is still recorded."""
+
+    answer: CachedAnswer
+    claim: Claim | None
+
+
+RUNNING = "running"
+# What ``Store.claim`` found: the call is ours to make, another process holds it, or its
+# answer is already cached.
+CLAIMED, HELD, ANSWERED = "claimed", "held", "answered"
+_CLAIM_COLUMNS = (
+    "run_token, owner, status, error, error_kind, cost_usd, possibly_billed_usd, attempts"
+)
 
 
 def process_owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """``host:pid:start``: the start time tells a live owner from a later process that was
+    given the same pid."""
+    status = _start_time(os.getpid())
+    return f"{socket.gethostname()}:{os.getpid()}:{status[1] if status else 0}"
 
 
 class Store:
@@ -93,6 +134,14 @@ class Store:
             connection.execute("PRAGMA synchronous=NORMAL")
             connection.execute("PRAGMA busy_timeout=60000")
             with self._write(connection):
+                if connection.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                    connection.execute("DROP TABLE IF EXISTS claims")
+                    if connection.execute(
+                        "SELECT 1 FROM sqlite_master WHERE name = 'ledger'"
+                    ).fetchone():
+                        for statement in _LEDGER_V1_UPGRADE:
+                            connection.execute(statement)
+                    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 for statement in SCHEMA.split(";"):
                     if statement.strip():
                         connection.execute(statement)
@@ -188,6 +237,19 @@ class Store:
             return None
         return CachedAnswer(response=Response.from_json(row[0]), cost_usd=row[1])
 
+    def hit(self, key: str) -> Hit | None:
+        """The cached answer with the claim of whoever paid for it, in one read."""
+        row = self.connection.execute(
+            "SELECT a.response, a.cost_usd, c.run_token, c.owner, c.status, c.error, "
+            "c.error_kind, c.cost_usd, c.possibly_billed_usd, c.attempts FROM answers a "
+            "LEFT JOIN claims c ON c.key = a.key WHERE a.key = ?",
+            (key,),
+        ).fetchone()
+        if row is None:
+            return None
+        answer = CachedAnswer(response=Response.from_json(row[0]), cost_usd=row[1])
+        return Hit(answer, None if row[2] is None else Claim(*row[2:]))
+
     def has(self, key: str) -> bool:
         row = self.connection.execute("SELECT 1 FROM answers WHERE key = ?", (key,)).fetchone()
         return row is not None
@@ -201,9 +263,11 @@ class Store:
         response: Response,
         cost_usd: float,
         reservation: int | None,
+        attempts: int = 1,
+        possibly_billed_usd: float = 0.0,
     ) -> None:
-        """Store the answer (unless it is not ``cacheable``) and settle its reservation, in one
-        transaction."""
+        """Store the answer (unless it is not ``cacheable``), settle its reservation and finish
+        its claim in one transaction: the answer is durable before anyone is told it arrived."""
         with self._write(self.connection) as db:
             if response.cacheable:
                 db.execute(
@@ -215,6 +279,7 @@ class Store:
                     "UPDATE ledger SET state = 'spent', spent_usd = ? WHERE id = ?",
                     (cost_usd, reservation),
                 )
+            _finish_claim(db, key, "ok", None, None, cost_usd, possibly_billed_usd, attempts)
 
     # ledger ----------------------------------------------------------------------------
     def reserve(self, run_token: str, key: str, amount: float, cap: float) -> int | None:
@@ -234,6 +299,20 @@ class Store:
         with self._write(self.connection) as db:
             db.execute("UPDATE ledger SET state = 'released' WHERE id = ?", (reservation,))
 
+    def keep_as_possibly_billed(self, reservation: int) -> None:
+        """The call was sent and failed: the provider may bill it, so its worst case stays
+        committed against the cap."""
+        with self._write(self.connection) as db:
+            db.execute("UPDATE ledger SET state = 'possibly_billed' WHERE id = ?", (reservation,))
+
+    def possibly_billed(self, run_token: str) -> float:
+        row = self.connection.execute(
+            "SELECT COALESCE(SUM(reserved_usd), 0) FROM ledger WHERE run_token = ? "
+            "AND state = 'possibly_billed'",
+            (run_token,),
+        ).fetchone()
+        return float(row[0])
+
     def spent(self, run_token: str) -> float:
         row = self.connection.execute(
             "SELECT COALESCE(SUM(spent_usd), 0) FROM ledger WHERE run_token = ? "
@@ -243,77 +322,122 @@ class Store:
         return float(row[0])
 
     def committed(self, run_token: str) -> float:
-        """Spent plus still reserved in this run."""
+        """Spent, possibly billed and still reserved in this run."""
         return self._committed(self.connection, run_token)
 
     @staticmethod
     def _committed(db: sqlite3.Connection, run_token: str) -> float:
         row = db.execute(
-            "SELECT COALESCE(SUM(CASE state WHEN 'reserved' THEN reserved_usd "
-            "WHEN 'spent' THEN spent_usd ELSE 0 END), 0) FROM ledger WHERE run_token = ?",
+            "SELECT COALESCE(SUM(CASE state WHEN 'spent' THEN spent_usd "
+            "WHEN 'released' THEN 0 ELSE reserved_usd END), 0) FROM ledger WHERE run_token = ?",
             (run_token,),
         ).fetchone()
         return float(row[0])
 
     # claims ----------------------------------------------------------------------------
-    def claim(self, run_token: str, key: str, owner: str) -> bool:
-        """Take the call for ``key`` in this run; ``False`` when another live process has it."""
+    def claim(self, run_token: str, key: str, owner: str, *, reads_cache: bool = True) -> str:
+        """Take the call for ``key``: ``CLAIMED`` (ours to make), ``HELD`` (another live
+        process holds it, or another worker of this run has finished it: read its claim) or
+        ``ANSWERED`` (its answer arrived meanwhile; only when ``reads_cache``). The claim is
+        keyed by the request alone, so every run on this cache sees it."""
         with self._write(self.connection) as db:
+            if reads_cache and db.execute("SELECT 1 FROM answers WHERE key = ?", (key,)).fetchone():
+                return ANSWERED
             row = db.execute(
-                "SELECT owner, status FROM claims WHERE run_token = ? AND key = ?",
-                (run_token, key),
+                "SELECT run_token, owner, status FROM claims WHERE key = ?", (key,)
             ).fetchone()
-            if row is None:
-                db.execute(
-                    "INSERT INTO claims (run_token, key, owner) VALUES (?, ?, ?)",
-                    (run_token, key, owner),
-                )
-                return True
-            if row[0] == owner:
-                return True
-            if row[1] == "running" and not _owner_alive(row[0]):
-                db.execute(
-                    "UPDATE claims SET owner = ? WHERE run_token = ? AND key = ?",
-                    (owner, run_token, key),
-                )
-                return True
-            return False
+            if row is not None:
+                held_by, holder, status = row
+                if holder != owner and (
+                    held_by == run_token if status != RUNNING else owner_alive(holder)
+                ):
+                    return HELD
+            db.execute(
+                "INSERT OR REPLACE INTO claims (key, run_token, owner) VALUES (?, ?, ?)",
+                (key, run_token, owner),
+            )
+            return CLAIMED
 
     def finish_claim(
         self,
-        run_token: str,
         key: str,
         *,
         status: str,
         error: str | None = None,
         error_kind: str | None = None,
         cost_usd: float = 0.0,
+        possibly_billed_usd: float = 0.0,
         attempts: int = 0,
     ) -> None:
         with self._write(self.connection) as db:
-            db.execute(
-                "UPDATE claims SET status = ?, error = ?, error_kind = ?, cost_usd = ?, "
-                "attempts = ? WHERE run_token = ? AND key = ?",
-                (status, error, error_kind, cost_usd, attempts, run_token, key),
+            _finish_claim(
+                db, key, status, error, error_kind, cost_usd, possibly_billed_usd, attempts
             )
 
-    def claim_of(self, run_token: str, key: str) -> Claim | None:
-        row = self.connection.execute(
-            "SELECT owner, status, error, error_kind, cost_usd, attempts FROM claims "
-            "WHERE run_token = ? AND key = ?",
-            (run_token, key),
-        ).fetchone()
-        return None if row is None else Claim(*row)
+    def claims_of(self, keys: list[str]) -> dict[str, Claim]:
+        """The claims of ``keys`` (those that have one), read in batches."""
+        found: dict[str, Claim] = {}
+        for start in range(0, len(keys), _BATCH):
+            batch = keys[start : start + _BATCH]
+            marks = ",".join("?" * len(batch))
+            for row in self.connection.execute(
+                f"SELECT key, {_CLAIM_COLUMNS} FROM claims WHERE key IN ({marks})", batch
+            ):
+                found[row[0]] = Claim(*row[1:])
+        return found
+
+    def claim_of(self, key: str) -> Claim | None:
+        return self.claims_of([key]).get(key)
 
 
-def _owner_alive(owner: str) -> bool:
-    host, _, pid = owner.rpartition(":")
+# SQLite's default limit on bound parameters is 999 in older builds.
+_BATCH = 500
+
+
+def _finish_claim(
+    db: sqlite3.Connection,
+    key: str,
+    status: str,
+    error: str | None,
+    error_kind: str | None,
+    cost_usd: float,
+    possibly_billed_usd: float,
+    attempts: int,
+) -> None:
+    db.execute(
+        "UPDATE claims SET status = ?, error = ?, error_kind = ?, cost_usd = ?, "
+        "possibly_billed_usd = ?, attempts = ? WHERE key = ?",
+        (status, error, error_kind, cost_usd, possibly_billed_usd, attempts, key),
+    )
+
+
+def _start_time(pid: int) -> tuple[str, int] | None:
+    """(state, start time in clock ticks since boot) of a process, from Linux's /proc;
+    ``None`` where there is no /proc or no such process."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+    except OSError:
+        return None
+    return fields[0].decode(), int(fields[19])
+
+
+def owner_alive(owner: str) -> bool:
+    """Whether the process named by ``owner`` (``host:pid:start``) still runs. An owner on
+    another host is taken to be alive: its process table cannot be read from here."""
+    host, pid_text, start = [*owner.rsplit(":", 2), "0"][:3]
     if host != socket.gethostname():
         return True
     try:
-        os.kill(int(pid), 0)
+        pid = int(pid_text)
+        os.kill(pid, 0)
     except (ProcessLookupError, ValueError):
         return False
     except PermissionError:
         return True
-    return True
+    status = _start_time(pid)
+    if status is None:
+        return True
+    state, started = status
+    # A zombie (killed, not yet reaped) holds its pid but will never finish the call.
+    return state != "Z" and (start in ("", "0") or int(start) == started)
