@@ -34,11 +34,7 @@ def test_xdist_makes_the_same_calls_and_writes_the_same_answers(
     parallel_report = latest_report(pytester.path)
     assert parallel_report["run_id"] != serial_report["run_id"]
     assert _stable(latest_answers(pytester.path)) == _stable(serial_answers)
-    assert (
-        parallel_report["calls"]
-        == serial_report["calls"]
-        == {"made": 6, "cached": 0, "possibly_billed": 0}
-    )
+    assert parallel_report["calls"] == serial_report["calls"] == {"made": 6, "cached": 0}
     assert parallel_report["cost"]["spent_usd"] == pytest.approx(serial_report["cost"]["spent_usd"])
 
 

@@ -187,11 +187,7 @@ class RunSummary:
             "replay_misses": self.replay_misses,
             "latest_note": self.latest_note,
             "outcomes": self.outcomes,
-            "calls": {
-                "made": self.calls_made,
-                "cached": self.calls_cached,
-                "possibly_billed": self.calls_possibly_billed,
-            },
+            "calls": {"made": self.calls_made, "cached": self.calls_cached},
             "redactions": self.redactions,
             "cost": {
                 "cap_usd": self.cap_usd,
@@ -203,6 +199,7 @@ class RunSummary:
                 "judge_spent_usd": self.judge_spent_usd,
                 "if_uncached_usd": self.if_uncached_usd,
                 "possibly_billed_usd": self.possibly_billed_usd,
+                "possibly_billed_calls": self.calls_possibly_billed,
                 "prices_pinned": self.prices_pinned,
             },
             "usage_anomalies": self.usage_anomalies,
