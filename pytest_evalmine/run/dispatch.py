@@ -35,7 +35,16 @@ from ..errors import EvalmineError, EvalmineWarning
 from ..redaction import count_redacted, redact
 from .loop import SessionLoop
 from .prices import PriceRow, PriceTable, declared_row
-from .store import ANSWERED, CLAIMED, Claim, Hit, Store, owner_alive, process_owner
+from .store import (
+    ANSWERED,
+    CLAIMED,
+    Claim,
+    Hit,
+    PaidAnswer,
+    Store,
+    owner_alive,
+    process_owner,
+)
 
 T = TypeVar("T")
 RECORD_MODES = ("new", "all", "none")
@@ -231,6 +240,9 @@ class Dispatcher:
     _poller: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _calls: set[asyncio.Future[Response]] = field(default_factory=set, init=False, repr=False)
     _grace_over: bool = field(default=False, init=False, repr=False)
+    _unsaved: list[tuple[PaidAnswer, asyncio.Future[None]]] = field(
+        default_factory=list, init=False, repr=False
+    )
     _settled: asyncio.Event | None = field(default=None, init=False, repr=False)
     _pacers: dict[str, _Pacer] = field(default_factory=dict, init=False, repr=False)
 
@@ -389,8 +401,19 @@ class Dispatcher:
             width = self.provider_concurrency.get(item.adapter.name, self.concurrency)
             limits.setdefault(item.adapter.name, asyncio.Semaphore(max(1, width)))
 
+        # The whole wave is claimed in a few transactions instead of one per request.
+        claimed = (
+            self.store.claim_many(
+                self.run_token, list(unique), self.owner, reads_cache=self.record != "all"
+            )
+            if self.record != "none"
+            else {}
+        )
+
         async def one(item: Planned) -> Outcome:
-            outcome = await self._one(item, limits[item.adapter.name], overlapping)
+            outcome = await self._one(
+                item, limits[item.adapter.name], overlapping, claimed.get(item.key)
+            )
             progress.done += 1
             progress.cached += outcome.cached
             progress.spent_usd += outcome.cost_usd
@@ -408,17 +431,26 @@ class Dispatcher:
             self.other_runs[token] = self.store.committed(token)
         return {outcome.key: outcome for outcome in outcomes}
 
-    async def _one(self, item: Planned, limit: asyncio.Semaphore, overlapping: set[str]) -> Outcome:
+    async def _one(
+        self,
+        item: Planned,
+        limit: asyncio.Semaphore,
+        overlapping: set[str],
+        state: str | None,
+    ) -> Outcome:
+        """``state``: what the wave's claim found for this request (``Store.claim``), or
+        None to look at the cache and claim here."""
         reads = self.record != "all"
         # In record mode all, an answer another process fetched while we waited is fresh.
         fresh_answer_waiting = False
         while True:
             if self.interrupted:
                 return _interrupted_outcome(item.key)
-            if reads or fresh_answer_waiting:
+            if state in (None, ANSWERED) and (reads or fresh_answer_waiting):
                 hit = self.store.hit(item.key)
                 if hit is not None:
                     return self._from_cache(item, hit)
+                state = None
             if self.record == "none":
                 return Outcome(
                     item.key,
@@ -426,15 +458,17 @@ class Dispatcher:
                     error="no cached answer and --evalmine-record=none forbids calling the model",
                     error_kind=REPLAY_MISS,
                 )
-            state = self.store.claim(
-                self.run_token, item.key, self.owner, reads_cache=reads or fresh_answer_waiting
-            )
+            if state is None:
+                state = self.store.claim(
+                    self.run_token, item.key, self.owner, reads_cache=reads or fresh_answer_waiting
+                )
             if state == CLAIMED:
                 break
             if state == ANSWERED:
                 continue
             # Another process holds the call: wait for its result, never pay twice.
             claim = await self._await_claim(item.key)
+            state = None
             if claim is None:  # gone, or interrupted while waiting
                 continue
             if claim.run_token != self.run_token:
@@ -648,15 +682,17 @@ class Dispatcher:
             if usage is not response.usage:
                 response = dataclasses.replace(response, usage=usage)
             cost = item.price.cost(usage)
-            self.store.record_paid_answer(
-                key=item.key,
-                provider=item.adapter.name,
-                model=item.request.model,
-                response=response,
-                cost_usd=cost,
-                reservation=reservation,
-                attempts=attempts,
-                possibly_billed_usd=possibly_billed,
+            await self._keep(
+                PaidAnswer(
+                    key=item.key,
+                    provider=item.adapter.name,
+                    model=item.request.model,
+                    response=response,
+                    cost_usd=cost,
+                    reservation=reservation,
+                    attempts=attempts,
+                    possibly_billed_usd=possibly_billed,
+                )
             )
             return Outcome(
                 item.key,
@@ -667,6 +703,28 @@ class Dispatcher:
                 attempts=attempts,
                 possibly_billed_usd=possibly_billed,
             )
+
+    async def _keep(self, answer: PaidAnswer) -> None:
+        """Store ``answer`` durably; returns once it is committed. Answers that arrive in the
+        same turn of the event loop share one transaction (the commit runs after every task
+        that was ready with it has queued its answer)."""
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        if not self._unsaved:
+            loop.call_soon(self._save_unsaved)
+        self._unsaved.append((answer, done))
+        await done
+
+    def _save_unsaved(self) -> None:
+        batch, self._unsaved = self._unsaved, []
+        try:
+            self.store.record_paid_answers([answer for answer, _ in batch])
+        except BaseException as exc:
+            for _, done in batch:
+                done.set_exception(exc)
+            return
+        for _, done in batch:
+            done.set_result(None)
 
     async def _send(self, item: Planned) -> Response:
         """The adapter call, tracked so that the end of the Ctrl-C grace can cancel it."""

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..adapters.base import Response
 
@@ -42,6 +43,10 @@ CREATE TABLE IF NOT EXISTS answers (
 );
 {LEDGER_TABLE};
 CREATE INDEX IF NOT EXISTS ledger_run ON ledger (run_token, state);
+CREATE TABLE IF NOT EXISTS run_totals (
+    run_token TEXT PRIMARY KEY,
+    committed_usd REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS claims (
     key TEXT PRIMARY KEY,
     run_token TEXT NOT NULL,
@@ -92,6 +97,20 @@ class Claim:
     @property
     def running(self) -> bool:
         return self.status == RUNNING
+
+
+@dataclass(frozen=True)
+class PaidAnswer:
+    """An answer that arrived, with what the store needs to keep it and settle its cost."""
+
+    key: str
+    provider: str
+    model: str
+    response: Response
+    cost_usd: float
+    reservation: int | None
+    attempts: int = 1
+    possibly_billed_usd: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -254,38 +273,50 @@ class Store:
         row = self.connection.execute("SELECT 1 FROM answers WHERE key = ?", (key,)).fetchone()
         return row is not None
 
-    def record_paid_answer(
-        self,
-        *,
-        key: str,
-        provider: str,
-        model: str,
-        response: Response,
-        cost_usd: float,
-        reservation: int | None,
-        attempts: int = 1,
-        possibly_billed_usd: float = 0.0,
-    ) -> None:
-        """Store the answer (unless it is not ``cacheable``), settle its reservation and finish
-        its claim in one transaction: the answer is durable before anyone is told it arrived."""
+    def record_paid_answer(self, **fields: Any) -> None:
+        """One ``PaidAnswer`` (its fields as keywords), as ``record_paid_answers`` does."""
+        self.record_paid_answers([PaidAnswer(**fields)])
+
+    def record_paid_answers(self, paid: list[PaidAnswer]) -> None:
+        """Store each answer (unless it is not ``cacheable``), settle its reservation and
+        finish its claim, all in one transaction: the answers are durable before anyone is
+        told they arrived, and a wave of answers costs one commit."""
         with self._write(self.connection) as db:
-            if response.cacheable:
-                db.execute(
-                    "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
-                    (key, provider, model, response.to_json(), cost_usd, time.time()),
+            for answer in paid:
+                if answer.response.cacheable:
+                    db.execute(
+                        "INSERT OR REPLACE INTO answers VALUES (?, ?, ?, ?, ?, ?)",
+                        (
+                            answer.key,
+                            answer.provider,
+                            answer.model,
+                            answer.response.to_json(),
+                            answer.cost_usd,
+                            time.time(),
+                        ),
+                    )
+                if answer.reservation is not None:
+                    _recount(db, answer.reservation, answer.cost_usd)
+                    db.execute(
+                        "UPDATE ledger SET state = 'spent', spent_usd = ? WHERE id = ?",
+                        (answer.cost_usd, answer.reservation),
+                    )
+                _finish_claim(
+                    db,
+                    answer.key,
+                    "ok",
+                    None,
+                    None,
+                    answer.cost_usd,
+                    answer.possibly_billed_usd,
+                    answer.attempts,
                 )
-            if reservation is not None:
-                db.execute(
-                    "UPDATE ledger SET state = 'spent', spent_usd = ? WHERE id = ?",
-                    (cost_usd, reservation),
-                )
-            _finish_claim(db, key, "ok", None, None, cost_usd, possibly_billed_usd, attempts)
 
     # ledger ----------------------------------------------------------------------------
     def reserve(self, run_token: str, key: str, amount: float, cap: float) -> int | None:
         """Reserve ``amount`` against ``cap`` for this run; ``None`` when it does not fit."""
         with self._write(self.connection) as db:
-            committed = self._committed(db, run_token)
+            committed = _running_total(db, run_token)
             if committed + amount > cap + 1e-12:
                 return None
             cursor = db.execute(
@@ -293,10 +324,15 @@ class Store:
                 "VALUES (?, ?, ?, 'reserved')",
                 (run_token, key, amount),
             )
+            db.execute(
+                "UPDATE run_totals SET committed_usd = committed_usd + ? WHERE run_token = ?",
+                (amount, run_token),
+            )
             return int(cursor.lastrowid or 0)
 
     def release(self, reservation: int) -> None:
         with self._write(self.connection) as db:
+            _recount(db, reservation, 0.0)
             db.execute("UPDATE ledger SET state = 'released' WHERE id = ?", (reservation,))
 
     def keep_as_possibly_billed(self, reservation: int) -> None:
@@ -323,40 +359,47 @@ class Store:
 
     def committed(self, run_token: str) -> float:
         """Spent, possibly billed and still reserved in this run."""
-        return self._committed(self.connection, run_token)
-
-    @staticmethod
-    def _committed(db: sqlite3.Connection, run_token: str) -> float:
-        row = db.execute(
-            "SELECT COALESCE(SUM(CASE state WHEN 'spent' THEN spent_usd "
-            "WHEN 'released' THEN 0 ELSE reserved_usd END), 0) FROM ledger WHERE run_token = ?",
-            (run_token,),
+        row = self.connection.execute(
+            "SELECT committed_usd FROM run_totals WHERE run_token = ?", (run_token,)
         ).fetchone()
-        return float(row[0])
+        return float(row[0]) if row is not None else _ledger_sum(self.connection, run_token)
+
+    def ledger_total(self, run_token: str) -> float:
+        """The same amount summed from the ledger's rows (the source of truth)."""
+        return _ledger_sum(self.connection, run_token)
 
     # claims ----------------------------------------------------------------------------
     def claim(self, run_token: str, key: str, owner: str, *, reads_cache: bool = True) -> str:
         """Take the call for ``key``: ``CLAIMED`` (ours to make), ``HELD`` (another live
         process holds it, or another worker of this run has finished it: read its claim) or
-        ``ANSWERED`` (its answer arrived meanwhile; only when ``reads_cache``). The claim is
-        keyed by the request alone, so every run on this cache sees it."""
-        with self._write(self.connection) as db:
-            if reads_cache and db.execute("SELECT 1 FROM answers WHERE key = ?", (key,)).fetchone():
-                return ANSWERED
-            row = db.execute(
-                "SELECT run_token, owner, status FROM claims WHERE key = ?", (key,)
-            ).fetchone()
-            if row is not None:
-                held_by, holder, status = row
-                if holder != owner and (
-                    held_by == run_token if status != RUNNING else owner_alive(holder)
-                ):
-                    return HELD
-            db.execute(
-                "INSERT OR REPLACE INTO claims (key, run_token, owner) VALUES (?, ?, ?)",
-                (key, run_token, owner),
-            )
-            return CLAIMED
+        ``ANSWERED`` (its answer is cached; only when ``reads_cache``). The claim is keyed by
+        the request alone, so every run on this cache sees it."""
+        return self.claim_many(run_token, [key], owner, reads_cache=reads_cache)[key]
+
+    def claim_many(
+        self, run_token: str, keys: list[str], owner: str, *, reads_cache: bool = True
+    ) -> dict[str, str]:
+        """``claim`` for a whole wave of requests, one transaction per batch of keys that
+        are not cached (a cached one needs no claim: a warm run writes nothing)."""
+        states: dict[str, str] = {}
+        if reads_cache:
+            states = dict.fromkeys(self._cached(keys), ANSWERED)
+        todo = [key for key in keys if key not in states]
+        alive: dict[str, bool] = {}
+        for start in range(0, len(todo), _BATCH):
+            with self._write(self.connection) as db:
+                for key in todo[start : start + _BATCH]:
+                    states[key] = _claim(db, run_token, key, owner, reads_cache, alive)
+        return states
+
+    def _cached(self, keys: list[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(keys), _BATCH):
+            batch = keys[start : start + _BATCH]
+            marks = ",".join("?" * len(batch))
+            rows = self.connection.execute(f"SELECT key FROM answers WHERE key IN ({marks})", batch)
+            found.update(row[0] for row in rows)
+        return found
 
     def finish_claim(
         self,
@@ -394,6 +437,35 @@ class Store:
 _BATCH = 500
 
 
+def _claim(
+    db: sqlite3.Connection,
+    run_token: str,
+    key: str,
+    owner: str,
+    reads_cache: bool,
+    alive: dict[str, bool],
+) -> str:
+    if reads_cache and db.execute("SELECT 1 FROM answers WHERE key = ?", (key,)).fetchone():
+        return ANSWERED
+    row = db.execute("SELECT run_token, owner, status FROM claims WHERE key = ?", (key,)).fetchone()
+    if row is not None:
+        held_by, holder, status = row
+        if holder != owner:
+            if status != RUNNING:
+                held = held_by == run_token
+            else:
+                if holder not in alive:
+                    alive[holder] = owner_alive(holder)
+                held = alive[holder]
+            if held:
+                return HELD
+    db.execute(
+        "INSERT OR REPLACE INTO claims (key, run_token, owner) VALUES (?, ?, ?)",
+        (key, run_token, owner),
+    )
+    return CLAIMED
+
+
 def _finish_claim(
     db: sqlite3.Connection,
     key: str,
@@ -408,6 +480,42 @@ def _finish_claim(
         "UPDATE claims SET status = ?, error = ?, error_kind = ?, cost_usd = ?, "
         "possibly_billed_usd = ?, attempts = ? WHERE key = ?",
         (status, error, error_kind, cost_usd, possibly_billed_usd, attempts, key),
+    )
+
+
+def _ledger_sum(db: sqlite3.Connection, run_token: str) -> float:
+    row = db.execute(
+        "SELECT COALESCE(SUM(CASE state WHEN 'spent' THEN spent_usd "
+        "WHEN 'released' THEN 0 ELSE reserved_usd END), 0) FROM ledger WHERE run_token = ?",
+        (run_token,),
+    ).fetchone()
+    return float(row[0])
+
+
+def _running_total(db: sqlite3.Connection, run_token: str) -> float:
+    """The run's committed amount, kept next to the ledger and changed in the same
+    transaction as every ledger row, so a reservation reads one row instead of summing the
+    run's ledger (which made a run quadratic in its calls). A run without a total yet (its
+    first reservation, or a ledger written by an older version) starts from the ledger's sum.
+    Call inside a write transaction."""
+    row = db.execute(
+        "SELECT committed_usd FROM run_totals WHERE run_token = ?", (run_token,)
+    ).fetchone()
+    if row is not None:
+        return float(row[0])
+    total = _ledger_sum(db, run_token)
+    db.execute("INSERT INTO run_totals VALUES (?, ?)", (run_token, total))
+    return total
+
+
+def _recount(db: sqlite3.Connection, reservation: int, counted_usd: float) -> None:
+    """An open reservation now counts ``counted_usd`` (its real cost, or 0 when released)
+    instead of what it reserved."""
+    db.execute(
+        "UPDATE run_totals SET committed_usd = committed_usd + ? - "
+        "(SELECT reserved_usd FROM ledger WHERE id = ?) "
+        "WHERE run_token = (SELECT run_token FROM ledger WHERE id = ?)",
+        (counted_usd, reservation, reservation),
     )
 
 
