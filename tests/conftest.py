@@ -51,7 +51,7 @@ COUNTING_CONFTEST = """\
 import os
 import pytest
 from pytest_evalmine.adapters.registry import AdapterRegistry
-from pytest_evalmine.adapters.fake import FakeAdapter, FakeOptions, parse_faults
+from pytest_evalmine.adapters.fake import FakeAdapter, FakeOptions
 
 LOG = os.path.join(os.path.dirname(__file__), "calls.log")
 
@@ -66,11 +66,8 @@ class CountingAdapter(FakeAdapter):
 @pytest.fixture(scope="session")
 def evalmine_adapters():
     latency = float(os.environ.get("TEST_FAKE_LATENCY", "0"))
-    faults = parse_faults([f for f in os.environ.get("TEST_FAKE_FAULT", "").split(";") if f])
     registry = AdapterRegistry()
-    registry.register(
-        "fake", lambda: CountingAdapter(FakeOptions(latency_s=latency, faults=faults))
-    )
+    registry.register("fake", lambda: CountingAdapter(FakeOptions(latency_s=latency)))
     return registry
 """
 

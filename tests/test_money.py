@@ -13,7 +13,8 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from .conftest import (
 )
 from .http_server import LoopbackServer, Received, Reply, refused_url, running_server
 from .test_dispatch import Probe, make_dispatcher
+from .test_endpoints_run import ENDPOINT_SUITE, MODELS, chat_reply
 
 
 @pytest.mark.parametrize(
@@ -100,23 +102,7 @@ def test_the_dispatcher_refuses_a_cap_that_cannot_stop_it(tmp_path: Path, cap: f
 
 # --- item 2: one call per request across every process on the cache ------------------------
 
-CHAT = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion",
-    "model": "served",
-    "choices": [
-        {
-            "index": 0,
-            "message": {"role": "assistant", "content": '{"category": "bug"}'},
-            "finish_reason": "stop",
-        }
-    ],
-    "usage": {"prompt_tokens": 20, "completion_tokens": 6, "total_tokens": 26},
-}
-MODELS = {"object": "list", "data": [{"id": "served-model"}]}
-ENDPOINT_SUITE = SMALL_SUITE.replace(
-    "models: [fake/alpha, fake/beta]", "models: [local/a, local/b]"
-)
+CHAT = json.loads(chat_reply('{"category": "bug"}').body)
 # Writes a mark file just before this process dispatches (it overrides the plugin's fixture
 # and requests the original), so the test knows when the second run has reached its calls.
 MARK_CONFTEST = """
@@ -456,7 +442,6 @@ def test_a_cap_below_the_worst_case_is_announced_before_the_run(
 
 
 def _interruptible(pytester: pytest.Pytester, latency: float, *options: str) -> Any:
-    """A run whose fake calls take ``latency`` s, two at a time, output to run.log."""
     log = open(pytester.path / "run.log", "w")  # noqa: SIM115 (closed by the caller)
     process = subprocess.Popen(
         [
@@ -479,19 +464,27 @@ def _interruptible(pytester: pytest.Pytester, latency: float, *options: str) -> 
     return process, log
 
 
-def test_first_ctrl_c_lets_calls_in_flight_land_and_writes_a_partial_report(
-    pytester: pytest.Pytester, small_suite: Path, counting: Path
-) -> None:
-    process, log = _interruptible(pytester, 1.0)
+@contextmanager
+def _interruptible_run(pytester: pytest.Pytester, latency: float) -> Iterator[Any]:
+    """A run whose fake calls take ``latency`` s, two at a time, output to run.log; killed
+    if it outlives the test."""
+    process, log = _interruptible(pytester, latency)
     try:
-        assert _wait_until(lambda: call_count(counting) >= 2)
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=120) == pytest.ExitCode.INTERRUPTED
+        yield process
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
         log.close()
+
+
+def test_first_ctrl_c_lets_calls_in_flight_land_and_writes_a_partial_report(
+    pytester: pytest.Pytester, small_suite: Path, counting: Path
+) -> None:
+    with _interruptible_run(pytester, 1.0) as process:
+        assert _wait_until(lambda: call_count(counting) >= 2)
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=120) == pytest.ExitCode.INTERRUPTED
     output = (pytester.path / "run.log").read_text()
     assert "evalmine: interrupted: nothing new is sent; 2 call(s) in flight" in output
     assert call_count(counting) == 2, "nothing is sent after the Ctrl-C"
@@ -514,8 +507,7 @@ def test_a_second_ctrl_c_exits_at_once(
     pytester: pytest.Pytester, small_suite: Path, counting: Path
 ) -> None:
     # Calls that would take an hour: only the second Ctrl-C can end this run soon.
-    process, log = _interruptible(pytester, 3600.0)
-    try:
+    with _interruptible_run(pytester, 3600.0) as process:
         assert _wait_until(lambda: call_count(counting) >= 2)
         process.send_signal(signal.SIGINT)
         assert _wait_until(
@@ -523,11 +515,6 @@ def test_a_second_ctrl_c_exits_at_once(
         )
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == pytest.ExitCode.INTERRUPTED
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        log.close()
     assert call_count(counting) == 2
 
 
@@ -536,20 +523,15 @@ def test_a_second_ctrl_c_exits_at_once(
 
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_a_run_stopped_by_x_reports_every_call_it_made(
-    pytester: pytest.Pytester,
-    small_suite: Path,
-    counting: Path,
-    workers: list[str],
-    monkeypatch: pytest.MonkeyPatch,
+    pytester: pytest.Pytester, counting: Path, workers: list[str]
 ) -> None:
-    # The first item's answer is empty: -x stops the run after it.
-    monkeypatch.setenv("TEST_FAKE_FAULT", "empty_answer,prompt=twice,model=fake/alpha")
+    # The fake honours no pattern: every triage answer fails its schema, -x stops at the first.
+    never = SMALL_SUITE.replace(
+        "category: {enum: [billing, bug, other]}", 'category: {type: string, pattern: "^x$"}'
+    )
+    pytester.makefile(".eval.yaml", small=never)
     result = pytester.runpytest_subprocess(
-        "--evalmine-fake",
-        "-x",
-        "-p",
-        "no:cacheprovider",
-        *workers,
+        "--evalmine-fake", "-x", "-p", "no:cacheprovider", *workers
     )
     # xdist ends a -x run as "interrupted" (exit 2), pytest itself with exit 1.
     assert result.ret == (pytest.ExitCode.INTERRUPTED if workers else pytest.ExitCode.TESTS_FAILED)
