@@ -237,3 +237,12 @@ def test_a_bad_gate_key_names_its_path(tmp_path: Path) -> None:
     path.write_text(SMALL_SUITE)
     # The gate is a choice of the run: adding it does not change the suite hash.
     assert load_suite(path).hash == with_gate.hash
+
+
+def test_a_failed_regression_task_is_block_before_every_other_row() -> None:
+    ship = Measurement("c", 5.0, Interval(3.0, 8.0), True)
+    assert decide(ship, CONFIG, regression_failures=2).verdict == BLOCK
+    assert decide(Measurement("c", None, None, False), CONFIG, 1).verdict == BLOCK
+    # one model only: no candidate row, and still Block
+    assert evaluate_gate(CONFIG, None, [], regression_failures=1).verdict == BLOCK
+    assert evaluate_gate(CONFIG, None, []).verdict == INVESTIGATE

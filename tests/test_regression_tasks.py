@@ -66,3 +66,14 @@ def test_passing_regression_tasks_keep_pytests_exit_code(scripted: pytest.Pytest
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # the non-regression task failed
     assert "REGRESSIONS" not in result.stdout.str()
     assert latest_report(scripted.path, "guarded")["regressions"]["failed"] == []
+
+
+def test_a_failed_regression_case_makes_the_release_gate_block(scripted: pytest.Pytester) -> None:
+    # With a gate the failure is a Block (exit 13), whatever the candidate's delta says.
+    scripted.makefile(".eval.yaml", guarded=SUITE)
+    result = scripted.runpytest("--evalmine-gate=all_pass")
+    assert result.ret == exitcodes.RELEASE_GATE_BLOCKED == 13
+    gate = latest_report(scripted.path, "guarded")["gate"]
+    assert gate["verdict"] == "block" and gate["regression_failures"] == 1
+    assert gate["candidates"][0]["reason"].startswith("1 item(s) of regression tasks did not pass")
+    assert "Release gate: BLOCK" in result.stdout.str()

@@ -51,10 +51,15 @@ class GateRow:
 class GateResult:
     config: GateConfig
     rows: tuple[GateRow, ...]
+    # items of regression tasks that did not pass: any blocks, even with no candidate to compare
+    regression_failures: int = 0
 
     @property
     def verdict(self) -> str:
-        """The most severe verdict over the candidates (Investigate without candidates)."""
+        """The most severe verdict over the candidates (Investigate without candidates); Block
+        whenever a regression task failed."""
+        if self.regression_failures:
+            return BLOCK
         if not self.rows:
             return INVESTIGATE
         return max((row.verdict for row in self.rows), key=SEVERITY.index)
@@ -65,13 +70,21 @@ class GateResult:
             "indifference_points": self.config.indifference,
             "minor_regression_points": self.config.minor_regression,
             "verdict": self.verdict,
+            "regression_failures": self.regression_failures,
             "candidates": [row.to_dict() for row in self.rows],
         }
 
 
-def decide(measurement: Measurement, config: GateConfig) -> GateRow:
+def decide(measurement: Measurement, config: GateConfig, regression_failures: int = 0) -> GateRow:
     """The decision table of spec section "Release gate", first row that applies."""
     i, m = config.indifference, config.minor_regression
+    if regression_failures:
+        return GateRow(
+            measurement,
+            BLOCK,
+            f"{regression_failures} item(s) of regression tasks did not pass: every model must "
+            "pass every case",
+        )
     interval = measurement.interval
     if interval is None:
         why = measurement.why_untrusted or "nothing to compare"
@@ -138,7 +151,13 @@ def measurements(
 
 
 def evaluate_gate(
-    config: GateConfig, headline: Headline | None, comparisons: Sequence[ModelComparison]
+    config: GateConfig,
+    headline: Headline | None,
+    comparisons: Sequence[ModelComparison],
+    regression_failures: int = 0,
 ) -> GateResult:
-    rows = [decide(m, config) for m in measurements(config.metric, headline, comparisons)]
-    return GateResult(config, tuple(rows))
+    rows = [
+        decide(m, config, regression_failures)
+        for m in measurements(config.metric, headline, comparisons)
+    ]
+    return GateResult(config, tuple(rows), regression_failures)

@@ -65,7 +65,9 @@ class RunSummary:
     def gate(self) -> GateResult | None:
         if self.gate_config is None:
             return None
-        return evaluate_gate(self.gate_config, self.headline, self.paired)
+        return evaluate_gate(
+            self.gate_config, self.headline, self.paired, len(self.regression_failures)
+        )
 
     @property
     def regression_failures(self) -> list[AnswerRecord]:
