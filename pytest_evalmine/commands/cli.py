@@ -73,7 +73,10 @@ def build_parser() -> Parser:
     )
     add_options(prices.add_argument, None, names=RUN_OPTIONS, prefix="--")
 
-    suites = command("suites", "suite files under a folder, with tasks, cases, models, labels")
+    suites = command(
+        "suites",
+        "suite files under a folder, with tasks, cases, models, labels; the built-in suites",
+    )
     suites.add_argument("folder", nargs="?", default=".", help="default: the current folder")
     suites.add_argument(
         "--glob", default="*.eval.yaml", help="suite file pattern (default *.eval.yaml)"
@@ -210,6 +213,7 @@ def _price(value: float | None) -> str:
 
 def cmd_suites(args: argparse.Namespace) -> int:
     from ..engine.catalog import describe_suite, find_suite_files
+    from ..suite.builtin import BUILTIN_SUITES
 
     root = args.rootdir.resolve()
     found = find_suite_files(root / args.folder, args.glob)
@@ -225,6 +229,8 @@ def cmd_suites(args: argparse.Namespace) -> int:
             f"{info.labels} labels; models {', '.join(info.models) or '-'}; "
             f"judge {info.judge or '-'}"
         )
+    for suite in BUILTIN_SUITES.values():
+        print(f"built-in {suite.name} (--evalmine-suite={suite.name}): {suite.description}")
     return 0
 
 
