@@ -45,6 +45,11 @@ CORPUS: dict[str, tuple[str, str]] = {
         HEAD + task(extra="  schema: {type: object, const: !!binary aGVsbG8=}\n"),
         "YAML tag tag:yaml.org,2002:binary",
     ),
+    # found by tests/test_suite_fuzz.py: the name printed as nothing ("$.labels_path: : ...")
+    "labels_path of a carriage return": (
+        HEAD + 'labels_path: "\\r"\n' + task(),
+        "'\\r': file not found",
+    ),
     "timestamp tag": (HEAD.replace("suite: s", "suite: !!timestamp foo"), "timestamp"),
     "python tag": (HEAD + task(prompt="!!python/name:os.system x"), "python/name"),
     "5,000-digit integer": (

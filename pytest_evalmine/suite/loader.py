@@ -442,7 +442,9 @@ def _shown_ref(shown: str, relative: str) -> str:
 
 
 def _resolve(base: Path, relative: str, shown: str, where: str, problems: Problems) -> Path | None:
-    return resolve_file(base / relative, shown, where, problems, clip(relative))
+    # a name of control characters or blanks ("\r") would print as nothing: quote it then
+    named = clip(relative) if relative.isprintable() and relative.strip() else quoted(relative)
+    return resolve_file(base / relative, shown, where, problems, named)
 
 
 def _read_cases(
