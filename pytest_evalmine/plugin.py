@@ -24,6 +24,7 @@ from .stash import (
     EXIT_KEY,
     FINISHED_KEY,
     RECORD_ATTRIBUTE,
+    REFUSAL_KEY,
     SUMMARY_KEY,
     add_conftest_checks,
     eval_session,
@@ -205,6 +206,7 @@ def evalmine_answers(
             _say(config, session.cap_warning)
         outcomes = session.dispatch(evalmine_dispatcher, specs, planned)
     except RefusedError as exc:
+        config.stash[REFUSAL_KEY] = str(exc)
         _stop(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError as exc:
         _stop(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
@@ -502,7 +504,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from .reports.terminal import verdict_line
 
     finished = config.stash.get(FINISHED_KEY, [])
-    line = verdict_line([f.summary for f in finished], code)
+    line = verdict_line([f.summary for f in finished], code, config.stash.get(REFUSAL_KEY, None))
     reporter.write_line(line.text, **MARKUP.get(line.style, {}))
 
 
@@ -620,6 +622,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
             if unknown
             else ""
         )
+        config.stash[REFUSAL_KEY] = str(exc)
         _stop(f"{exc}{hint}", returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError:
         return  # workers report suite errors themselves, as collection errors

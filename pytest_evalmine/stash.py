@@ -22,6 +22,7 @@ TOKEN_KEY = pytest.StashKey[str]()
 SUMMARY_KEY = pytest.StashKey[list]()
 FINISHED_KEY = pytest.StashKey[list]()
 EXIT_KEY = pytest.StashKey[int]()  # the run's final exit status, for the verdict line
+REFUSAL_KEY = pytest.StashKey[str]()  # why the run was refused before spending (exit 10)
 
 
 def eval_session(config: pytest.Config) -> EvalSession:

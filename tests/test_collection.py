@@ -180,9 +180,16 @@ def test_every_missing_key_is_named_once_in_one_line(
     result = pytester.runpytest()
     output = result.stdout.str() + result.stderr.str()
     assert result.ret == 10
-    [line] = [line for line in output.splitlines() if "refused before spending: openai" in line]
+    [line] = [
+        line
+        for line in output.splitlines()
+        if "refused before spending: openai" in line and not line.startswith("evalmine: exit")
+    ]
     for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
         assert line.count(variable) == 1, line
     assert "openai: openai:" not in output
     assert "_pytest.outcomes.Exit" not in output
     assert "! evalmine: refused before spending" in output
+    # the closing line states this reason, not the generic "unknown model or over the cap"
+    assert result.outlines[-1].startswith("evalmine: exit 10: refused before spending: openai")
+    assert "OPENAI_API_KEY" in result.outlines[-1]

@@ -10,7 +10,7 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..exitcodes import meaning
+from ..exitcodes import REFUSED_BEFORE_SPENDING, meaning
 from ..judging.headline import DAGGER
 from .render import money, text_table
 from .sections import Section, report_sections
@@ -116,10 +116,14 @@ def fit_table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int)
     return lines
 
 
-def verdict_line(summaries: Sequence[RunSummary], exit_code: int) -> Line:
-    """The last line of the run: the exit code and why; when the tests ran to their own
-    outcome (0 or 1), also whether the win rates may be read as a headline."""
-    text = f"evalmine: exit {exit_code}: {meaning(exit_code)}"
+def verdict_line(
+    summaries: Sequence[RunSummary], exit_code: int, refusal: str | None = None
+) -> Line:
+    """The last line of the run: the exit code and why (a refusal's own reason when there is
+    one: a missing key is not "over the cap"); when the tests ran to their own outcome (0 or
+    1), also whether the win rates may be read as a headline."""
+    why = refusal if refusal and exit_code == REFUSED_BEFORE_SPENDING else meaning(exit_code)
+    text = f"evalmine: exit {exit_code}: {why}"
     headlines = [s.headline for s in summaries if s.headline is not None]
     flagged = any(not h.headline_eligible for h in headlines)
     if exit_code in (0, 1):
