@@ -306,7 +306,7 @@ def test_real_key_shapes_are_recognised(text: str, provider: str) -> None:
     [
         "sk-learn-pipeline-with-gridsearch-cv",
         "sk-learn-pipeline-with-gridsearch-cv-and-standard-scaler-v2",
-        "sk-ant-colony-optimisation-for-routing-problems",
+        "sk-" + "ant-colony-optimisation-for-routing-problems",  # built: a near miss, not a key
         "sk-" + "a" * 40,  # one character class: not random
         "sk-" + "Ab3" * 5,  # too short
         "AIza" + "Sy" + "B3k" * 11 + "X",  # 36 characters after AIza: not a Google key
