@@ -50,6 +50,11 @@ CORPUS: dict[str, tuple[str, str]] = {
         HEAD + 'labels_path: "\\r"\n' + task(),
         "'\\r': file not found",
     ),
+    # found by tests/test_suite_fuzz.py: '¹' passes str.isdigit() but int() refuses it
+    "superscript digit as a key among problems": (
+        HEAD + task(cases='[{id: c, gold: {"\u00b9": 1' + "0" * 19 + ', "2": 1' + "0" * 19 + "}}]"),
+        "gold.\u00b9: an integer of more than 19 digits",
+    ),
     "timestamp tag": (HEAD.replace("suite: s", "suite: !!timestamp foo"), "timestamp"),
     "python tag": (HEAD + task(prompt="!!python/name:os.system x"), "python/name"),
     "5,000-digit integer": (

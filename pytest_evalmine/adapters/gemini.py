@@ -225,7 +225,7 @@ class _Translator:
             part = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(target, dict) and part in target:
                 target = target[part]
-            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            elif isinstance(target, list) and part.isdecimal() and int(part) < len(target):
                 target = target[int(part)]
             else:
                 raise _Untranslatable(path, f"$ref {ref!r} does not resolve")

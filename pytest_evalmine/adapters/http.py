@@ -299,7 +299,7 @@ async def _read_capped(response: httpx.Response, limit: int) -> bytes | None:
     """The body, or None as soon as it is known to exceed ``limit`` bytes (announced by
     Content-Length, or counted while streaming): a huge body never sits in memory."""
     declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
+    if declared.isdecimal() and int(declared) > limit:
         return None
     chunks = []
     size = 0

@@ -179,7 +179,7 @@ class EvalSession:
         limits = {e.name: e.rpm for e in self.endpoints() if e.rpm}
         for spec in self.settings.rpm:
             provider, sep, value = spec.partition("=")
-            if not sep or not value.isdigit() or int(value) < 1:
+            if not sep or not value.isdecimal() or int(value) < 1:
                 raise EvalmineError(f"--evalmine-rpm={spec}: expected PROVIDER=N with N >= 1")
             limits[provider] = int(value)
         return limits

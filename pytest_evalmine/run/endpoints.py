@@ -111,9 +111,9 @@ def parse_option(spec: str) -> Endpoint:
                 )
             except ValueError as exc:
                 raise EvalmineError(str(exc)) from None
-        elif key in ("rpm", "concurrency", "num_ctx") and value.isdigit() and int(value) >= 1:
+        elif key in ("rpm", "concurrency", "num_ctx") and value.isdecimal() and int(value) >= 1:
             fields[key] = int(value)
-        elif key == "seed" and value.lstrip("-").isdigit():
+        elif key == "seed" and value.lstrip("-").isdecimal():
             fields["seed"] = int(value)
         elif key == "think" and value in ("on", "off"):
             fields["think"] = value == "on"

@@ -117,7 +117,7 @@ def sandbox_env(extra: Mapping[str, str], home: str) -> dict[str, str]:
 def _user_process_count(uid: int) -> int:
     count = 0
     for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
+        if entry.name.isdecimal():
             try:
                 count += entry.stat().st_uid == uid
             except OSError:

@@ -80,7 +80,7 @@ def looks_like_api_key(text: str) -> str | None:
 def path_order(where: str) -> tuple[Any, ...]:
     """Sort key for JSON paths: ``$.tasks[10]`` after ``$.tasks[9]``."""
     return tuple(
-        (0, int(part), "") if part.isdigit() else (1, 0, part)
+        (0, int(part), "") if part.isdecimal() else (1, 0, part)
         for part in re.split(r"[.\[\]]+", where)
         if part
     )
