@@ -35,6 +35,7 @@ def main() -> None:
     cases = [
         PairedCase(f"t{i % 40}", f"c{i}", (rng.random(),), (rng.random(),)) for i in range(10_000)
     ]
+    one_task = [PairedCase("t", c.case, c.a, c.b) for c in cases]
     started = time.perf_counter()
     import numpy  # noqa: F401  (the first import is paid once per run; reported apart)
 
@@ -46,6 +47,9 @@ def main() -> None:
         "kappa, 10,000 labels x 10,000 draws": lambda: kappa_interval(ratings, seed=7),
         "paired delta, 10,000 cases (all distinct, 40 tasks) x 10,000 draws": lambda: (
             compare_paired(cases, seed=7)
+        ),
+        "paired delta, 10,000 cases (all distinct, one task) x 10,000 draws": lambda: (
+            compare_paired(one_task, seed=7)
         ),
     }
     for name, work in rows.items():

@@ -15,7 +15,7 @@ from typing import Any
 DEFAULT_CAP_USD = 2.00
 # Far above the largest answer max_tokens allows; a body past it is not held in memory.
 DEFAULT_MAX_RESPONSE_MB = 8.0
-GATE_METRICS = ("win_rate", "all_pass")
+GATE_METRICS = ("win_rate", "all_pass", "score")
 DEFAULT_INDIFFERENCE_POINTS = 1.0
 DEFAULT_MINOR_REGRESSION_POINTS = 2.0
 CAP_ENV = "EVALMINE_MAX_COST"
@@ -222,7 +222,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "gate",
-        "release gate on METRIC (win_rate or all_pass), windows in points "
+        "release gate on METRIC (win_rate, all_pass or score), windows in points "
         "(default indifference=1, minor=2); exit 13 on Block, 15 on Investigate",
         metavar="METRIC[,indifference=P][,minor=P]",
     ),

@@ -147,8 +147,9 @@ def test_mean_interval_is_reproducible_from_its_seed() -> None:
 
 def test_the_documented_draw_written_independently() -> None:
     """Spec: per stratum (sorted by name), distinct (total, size) ascending with Dirichlet
-    parameters = counts, then the two pseudo-clusters with 1/2 x the stratum's share; all from
-    numpy.random.default_rng(seed).standard_gamma, normalised, scaled by the share."""
+    parameters = counts, then the two pseudo-clusters with 1/2 x the stratum's share; the
+    gammas from numpy.random.default_rng(seed).standard_gamma one distinct parameter at a
+    time (ascending; a draws x components block each), normalised, scaled by the share."""
     clusters = units([1.0, 0.0, 1.0], "b") + units([0.5, 0.5], "a")
     interval = mean_interval(clusters, low_end=0.0, high_end=1.0, seed=77, resamples=5000)
     rng = np.random.default_rng(77)
@@ -158,7 +159,10 @@ def test_the_documented_draw_written_independently() -> None:
         ([0.5, 0.0, 1.0], [2, 0.2, 0.2], 2 / 5),  # stratum a: 0.5 x2, then the ends
         ([0.0, 1.0, 0.0, 1.0], [1, 2, 0.3, 0.3], 3 / 5),  # stratum b: 0 x1, 1 x2, ends
     ):
-        g = rng.standard_gamma(alpha, size=(5000, len(alpha)))
+        alpha = np.array(alpha, dtype=float)
+        g = np.zeros((5000, len(alpha)))
+        for shape in sorted(set(alpha)):
+            g[:, alpha == shape] = rng.standard_gamma(shape, size=(5000, (alpha == shape).sum()))
         w = g / g.sum(axis=1, keepdims=True) * share
         numerator += w @ np.array(values)
         denominator += w.sum(axis=1)

@@ -323,10 +323,14 @@ def reference_interval(scores: list[float], seed_text: str, candidate: str, task
         16,
     )
     # The documented draw, written out: one stratum whose distinct scores (ascending) get
-    # Dirichlet parameters equal to their counts, then half a pseudo-pair at 0 and at 1.
+    # Dirichlet parameters equal to their counts, then half a pseudo-pair at 0 and at 1; the
+    # gammas drawn one distinct parameter at a time, ascending.
     values = sorted(set(scores))
-    alpha = [scores.count(v) for v in values] + [0.5, 0.5]
-    gammas = np.random.default_rng(seed).standard_gamma(alpha, size=(10_000, len(alpha)))
+    alpha = np.array([scores.count(v) for v in values] + [0.5, 0.5], dtype=float)
+    rng = np.random.default_rng(seed)
+    gammas = np.zeros((10_000, len(alpha)))
+    for shape in sorted(set(alpha)):
+        gammas[:, alpha == shape] = rng.standard_gamma(shape, size=(10_000, (alpha == shape).sum()))
     weights = gammas / gammas.sum(axis=1, keepdims=True)
     means = weights @ np.array([*values, 0.0, 1.0])
     return np.quantile(means, [0.025, 0.975], method="linear")

@@ -97,6 +97,7 @@ def finish_run(
             if session.settings.gate
             else suite.gate,
             regression_tasks=tuple(t.id for t in suite.tasks if t.regression),
+            scored_tasks=tuple(t.id for t in suite.tasks if t.checks),
             score_only=len(models) == 1 or not any(t.judge for t in suite.tasks),
             stopped=stopped,
         )

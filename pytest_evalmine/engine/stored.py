@@ -141,6 +141,7 @@ def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
         changes=report.get("changes"),
         gate_config=_gate_config(report.get("gate")),
         regression_tasks=tuple(report.get("regressions", {}).get("tasks", ())),
+        scored_tasks=tuple(report.get("scored_tasks", ())),
         score_only=bool(report.get("score_only", False)),
     )
 

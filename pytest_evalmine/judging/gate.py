@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..options import GateConfig
-from ..scoring.paired import ModelComparison
+from ..scoring.paired import SCORE, ModelComparison
 from ..stats.estimators import Interval, interval_dict
 from .headline import Headline
 
@@ -125,19 +125,17 @@ def _points(interval: Interval, offset: float) -> Interval:
 def measurements(
     metric: str, headline: Headline | None, comparisons: Sequence[ModelComparison]
 ) -> list[Measurement]:
-    """Per candidate: win rate - 0.5, or the paired all-pass delta B - A, in points."""
-    if metric == ALL_PASS:
-        return [
-            Measurement(
-                c.candidate,
-                None if c.comparison.delta is None else 100 * c.comparison.delta,
-                _points(c.comparison.interval, 0.0) if c.comparison.interval else None,
-                trusted=True,
-            )
-            for c in comparisons
-        ]
+    """Per candidate: win rate - 0.5, or the paired all-pass or checker-score delta B - A,
+    in points. A run without a task with checks has no score comparison: no measurement."""
+    if metric in (ALL_PASS, SCORE):
+        chosen = {c.candidate: c for c in comparisons if c.metric == metric}
+        candidates = dict.fromkeys(c.candidate for c in comparisons)
+        return [_paired_measurement(candidate, chosen.get(candidate)) for candidate in candidates]
     if headline is None:
-        return [Measurement(c.candidate, None, None, False, "no judge ran") for c in comparisons]
+        return [
+            Measurement(candidate, None, None, False, "no judge ran")
+            for candidate in dict.fromkeys(c.candidate for c in comparisons)
+        ]
     return [
         Measurement(
             rate.candidate,
@@ -148,6 +146,20 @@ def measurements(
         )
         for rate in headline.overall
     ]
+
+
+def _paired_measurement(candidate: str, comparison: ModelComparison | None) -> Measurement:
+    """Deterministic, so always trusted; without a comparison (no task with checks for the
+    score metric) there is nothing to measure."""
+    if comparison is None:
+        return Measurement(candidate, None, None, True, "no task has checks")
+    paired = comparison.comparison
+    return Measurement(
+        candidate,
+        None if paired.delta is None else 100 * paired.delta,
+        _points(paired.interval, 0.0) if paired.interval else None,
+        trusted=True,
+    )
 
 
 def evaluate_gate(

@@ -15,7 +15,7 @@ from ..judging.calibration import Calibration
 from ..judging.gate import GateResult
 from ..judging.headline import DAGGER, Headline
 from ..judging.winrate import WinRate
-from ..scoring.paired import ModelComparison
+from ..scoring.paired import ALL_PASS, SCORE, ModelComparison
 from ..stats.estimators import Interval
 from .labelling import label_next
 from .render import HEADERS, money, proportion_text, scorecard_rows
@@ -23,6 +23,7 @@ from .scorecard import TaskScore
 from .summary import RunSummary, failure_reason
 
 Table = tuple[Sequence[str], Sequence[Sequence[str]]]
+PAIRED_METRICS = {ALL_PASS: "all checks pass", SCORE: "checker score (tasks with checks)"}
 
 
 @dataclass
@@ -163,25 +164,31 @@ def gate_section(gate: GateResult) -> Section:
 
 
 def paired_section(comparisons: Sequence[ModelComparison]) -> Section:
-    section = Section("Paired comparison (all checks pass, per case, stratified by task)")
+    section = Section("Paired comparison (per case, stratified by task)")
     for c in comparisons:
         p = c.comparison
-        if p.delta is None or p.interval is None or p.mcnemar is None:
-            section.lines.append(f"{c.candidate}: no case answered by both models")
+        what = PAIRED_METRICS.get(c.metric, c.metric)
+        if p.delta is None or p.interval is None:
+            section.lines.append(f"{c.candidate}, {what}: no case answered by both models")
             continue
+        mcnemar = (
+            f"; McNemar exact p {p.mcnemar.p_value:.3g}, mid-p {p.mcnemar.mid_p_value:.3g}"
+            if p.mcnemar
+            else ""
+        )
         section.lines.append(
-            f"{c.candidate} vs {c.baseline}: {percent(p.mean_b)} vs {percent(p.mean_a)}, delta "
-            f"{_points(100 * p.delta)} pts [{_points(100 * p.interval.low)}, "
-            f"{_points(100 * p.interval.high)}] over {p.cases} cases; worse {len(p.worse)}, "
-            f"better {len(p.better)}, same {p.cases - len(p.worse) - len(p.better)}; McNemar "
-            f"exact p {p.mcnemar.p_value:.3g}, mid-p {p.mcnemar.mid_p_value:.3g}"
+            f"{c.candidate} vs {c.baseline}, {what}: {percent(p.mean_b)} vs "
+            f"{percent(p.mean_a)}, delta {_points(100 * p.delta)} pts "
+            f"[{_points(100 * p.interval.low)}, {_points(100 * p.interval.high)}] over "
+            f"{p.cases} cases; worse {len(p.worse)}, better {len(p.better)}, same "
+            f"{p.cases - len(p.worse) - len(p.better)}{mcnemar}"
             + (f"; {c.excluded} cases without both answers left out" if c.excluded else "")
         )
         for label, examples in (("worse", c.worse), ("better", c.better)):
             for e in examples:
                 section.detail_lines.append(
-                    f"{label}: {e.task}/{e.case}: {c.baseline} {_answer(e.baseline_answer)} | "
-                    f"{c.candidate} {_answer(e.candidate_answer)}"
+                    f"{label} ({c.metric}): {e.task}/{e.case}: {c.baseline} "
+                    f"{_answer(e.baseline_answer)} | {c.candidate} {_answer(e.candidate_answer)}"
                 )
     return section
 

@@ -52,14 +52,17 @@ class RunSummary:
     latest_note: str | None = None
     gate_config: GateConfig | None = None
     regression_tasks: tuple[str, ...] = ()
+    # Tasks with checks: the ones the paired comparison of checker scores covers.
+    scored_tasks: tuple[str, ...] = ()
     # One model, or no judged task: the Scores section stands where the judge's would.
     score_only: bool = False
     task_scores: list[TaskScore] = field(default_factory=list)
 
     @cached_property
     def paired(self) -> list[ModelComparison]:
-        """Each candidate against the baseline on the deterministic checks."""
-        return compare_models(self.records, self.models, self.suite_hash)
+        """Each candidate against the baseline on the deterministic checks: all-pass, then
+        the checker score when some task has checks."""
+        return compare_models(self.records, self.models, self.suite_hash, self.scored_tasks)
 
     @cached_property
     def gate(self) -> GateResult | None:
@@ -212,6 +215,7 @@ class RunSummary:
             "score_only": self.score_only,
             "headline": self.headline.to_dict() if self.headline else None,
             "judge_note": self.judge_note,
+            "scored_tasks": list(self.scored_tasks),
             "paired": [comparison.to_dict() for comparison in self.paired],
             "gate": self.gate.to_dict() if self.gate else None,
             "regressions": {

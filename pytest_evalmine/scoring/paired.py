@@ -1,10 +1,11 @@
 """Paired comparison of each candidate with the baseline on the deterministic checks
-(spec: "Paired comparison"): per case, 1 when the answer passed every check, else 0; the
-statistic itself lives in ``stats.paired``."""
+(spec: "Paired comparison"): per case, 1 when the answer passed every check, else 0
+(``all_pass``, every task), and the item's fractional checker score (``score``, tasks with
+checks); the statistic itself lives in ``stats.paired``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +13,7 @@ from ..run.records import FAILED, PASSED, AnswerRecord
 from ..stats.estimators import seed_from
 from ..stats.paired import PairedCase, PairedComparison, compare_paired
 
-ALL_PASS = "all_pass"
+ALL_PASS, SCORE = "all_pass", "score"
 EXAMPLES = 3  # worse and better cases shown, each
 EXAMPLE_CHARS = 200
 
@@ -55,8 +56,17 @@ class ModelComparison:
         }
 
 
-def all_pass_score(record: AnswerRecord) -> float:
+def all_pass_score(record: AnswerRecord) -> float | None:
+    """1 when the answer passed every check, 0 when it failed one; None without an answer."""
+    if record.outcome not in (PASSED, FAILED):
+        return None
     return 1.0 if record.outcome == PASSED else 0.0
+
+
+def checker_score(record: AnswerRecord) -> float | None:
+    """The item score (spec: "Checks") of an answer that arrived; None without one (or in a
+    run stored before item scores existed)."""
+    return record.score if record.outcome in (PASSED, FAILED) else None
 
 
 def shown_answer(record: AnswerRecord) -> Any:
@@ -68,41 +78,65 @@ def shown_answer(record: AnswerRecord) -> Any:
 
 
 def compare_models(
-    records: Sequence[AnswerRecord], models: Sequence[str], seed_text: str
+    records: Sequence[AnswerRecord],
+    models: Sequence[str],
+    seed_text: str,
+    scored_tasks: Sequence[str] = (),
 ) -> list[ModelComparison]:
     """Each candidate against the baseline over the cases both answered (outcome passed or
-    failed), stratified by task."""
+    failed), stratified by task: on all-pass over every task, then on the checker score over
+    ``scored_tasks`` (the tasks with checks) when the run has any of them."""
     baseline = models[0]
     by_key = {(r.task, r.case, r.model): r for r in records}
     cases = sorted({(r.task, r.case) for r in records})
+    scored = sorted({(task, case) for task, case in cases if task in set(scored_tasks)})
     result = []
     for candidate in models[1:]:
-        paired: list[PairedCase] = []
-        answers: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]] = {}
-        excluded = 0
-        for task, case in cases:
-            a, b = by_key.get((task, case, baseline)), by_key.get((task, case, candidate))
-            if a is None or b is None or not {a.outcome, b.outcome} <= {PASSED, FAILED}:
-                excluded += 1
-                continue
-            paired.append(PairedCase(task, case, (all_pass_score(a),), (all_pass_score(b),)))
-            answers[(task, case)] = (a, b)
-        comparison = compare_paired(
-            paired, seed=seed_from(seed_text, "paired", candidate, ALL_PASS)
-        )
-
         result.append(
-            ModelComparison(
-                baseline=baseline,
-                candidate=candidate,
-                metric=ALL_PASS,
-                comparison=comparison,
-                excluded=excluded,
-                worse=_examples(comparison.worse, answers),
-                better=_examples(comparison.better, answers),
-            )
+            _compare(by_key, cases, baseline, candidate, ALL_PASS, all_pass_score, seed_text)
         )
+        if scored:
+            result.append(
+                _compare(by_key, scored, baseline, candidate, SCORE, checker_score, seed_text)
+            )
     return result
+
+
+def _compare(
+    by_key: dict[tuple[str, str, str], AnswerRecord],
+    cases: Sequence[tuple[str, str]],
+    baseline: str,
+    candidate: str,
+    metric: str,
+    score: Callable[[AnswerRecord], float | None],
+    seed_text: str,
+) -> ModelComparison:
+    paired: list[PairedCase] = []
+    answers: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]] = {}
+    excluded = 0
+    for task, case in cases:
+        a, b = by_key.get((task, case, baseline)), by_key.get((task, case, candidate))
+        a_score = None if a is None else score(a)
+        b_score = None if b is None else score(b)
+        if a is None or b is None or a_score is None or b_score is None:
+            excluded += 1
+            continue
+        paired.append(PairedCase(task, case, (a_score,), (b_score,)))
+        answers[(task, case)] = (a, b)
+    comparison = compare_paired(
+        paired,
+        seed=seed_from(seed_text, "paired", candidate, metric),
+        with_mcnemar=metric == ALL_PASS,
+    )
+    return ModelComparison(
+        baseline=baseline,
+        candidate=candidate,
+        metric=metric,
+        comparison=comparison,
+        excluded=excluded,
+        worse=_examples(comparison.worse, answers),
+        better=_examples(comparison.better, answers),
+    )
 
 
 def _examples(

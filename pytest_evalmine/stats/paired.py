@@ -103,10 +103,15 @@ def mcnemar_exact(a_only: int, b_only: int) -> McNemar:
 
 
 def compare_paired(
-    cases: Sequence[PairedCase], *, seed: int, resamples: int = RESAMPLES
+    cases: Sequence[PairedCase],
+    *,
+    seed: int,
+    resamples: int = RESAMPLES,
+    with_mcnemar: bool = True,
 ) -> PairedComparison:
     """Paired delta B - A with its 95 % interval (cases are the clusters, resampled within
-    their stratum, score deltas in [-1, 1]); McNemar on the cases' pass/fail."""
+    their stratum, score deltas in [-1, 1]); McNemar on the cases' pass/fail unless
+    ``with_mcnemar`` is false (fractional scores, whose 1 is not the pass verdict)."""
     a_scores = [score for case in cases for score in case.a]
     b_scores = [score for case in cases for score in case.b]
     clusters = [
@@ -131,7 +136,7 @@ def compare_paired(
             sum(c.a_passed and not c.b_passed for c in cases),
             sum(c.b_passed and not c.a_passed for c in cases),
         )
-        if cases
+        if cases and with_mcnemar
         else None,
     )
 

@@ -66,18 +66,28 @@ def weighted_sums(
     alpha: Sequence[float], columns: np.ndarray, resamples: int, rng: np.random.Generator
 ) -> np.ndarray:
     """Dirichlet(alpha) draws times ``columns`` (one row per component): the weighted sums of
-    each draw. Drawn in blocks of rows so memory stays bounded when there are many distinct
-    values; the generator fills the rows in the same order either way, so the blocks do not
-    change the result."""
+    each draw, one row per draw.
+
+    The gammas are drawn one parameter at a time (distinct parameters ascending, each a
+    ``resamples x components`` block with a scalar shape, in component order): numpy's
+    array-shape path costs several times the scalar one, and with many distinct values
+    (fractional scores) the gammas are the whole cost. Each block is multiplied into the
+    sums as it is drawn, and the normalisation divides the sums, not the gammas. Blocks of
+    rows keep memory bounded; the generator fills them in the same order either way, so the
+    row blocks do not change the result."""
     import numpy as np
 
-    rows = max(1, BLOCK_CELLS // len(alpha))
-    return np.concatenate(
-        [
-            dirichlet(alpha, min(rows, resamples - start), rng) @ columns
-            for start in range(0, resamples, rows)
-        ]
-    )
+    alpha = np.asarray(alpha, dtype=float)
+    # The last column is the gammas' own sum: the normaliser.
+    weighted = np.column_stack([columns, np.ones(len(alpha))])
+    sums = np.zeros((resamples, weighted.shape[1]))
+    for shape in np.unique(alpha):
+        part = weighted[alpha == shape]
+        rows = max(1, BLOCK_CELLS // len(part))
+        for start in range(0, resamples, rows):
+            stop = min(resamples, start + rows)
+            sums[start:stop] += rng.standard_gamma(shape, size=(stop - start, len(part))) @ part
+    return sums[:, :-1] / sums[:, -1:]
 
 
 def mean_interval(
