@@ -138,12 +138,14 @@ def test_redact_prefers_the_longer_value_and_the_count_reads_the_text() -> None:
 
 
 def echoing_server_reply(received: Received) -> Reply:
-    """A server that sends back the credential it was given: in a 400 error body (past the
-    clip) for one case, inside the answer for the others."""
-    if received.method == "GET":
-        return Reply.json(404, {"error": {"message": "no model listing"}})
+    """A server that sends back the credential it was given: in its model listing (which
+    the cache keeps for replays), in a 400 error body (past the clip) for one case, inside
+    the answer for the others."""
     sent = received.headers["authorization"]
     token = sent.removeprefix("Bearer ")
+    if received.method == "GET":
+        listing = [{"id": "served-model", "meta": {"owner": f"the holder of {token}"}}]
+        return Reply.json(200, {"object": "list", "data": listing})
     prompt = received.body["messages"][-1]["content"]
     if "charged twice" in prompt:
         # The key starts before character 500 and ends after it: the old clip kept 33 of its
@@ -217,3 +219,8 @@ def test_no_file_a_run_writes_holds_an_echoed_key_shaped_or_not(
     assert all("[redacted]" in r["text"] for r in records if r["error"] is None)
     run_dir = pytester.path / "reports" / "small" / report["run_id"]
     assert "6 API key(s) redacted" in (run_dir / "report.md").read_text()
+    # The cache keys were built from the redacted listing the cache keeps: a replay finds
+    # every answer without the server (the two errors were never cached: replay misses).
+    replay = pytester.runpytest_subprocess(*args, "--evalmine-record=none")
+    replay.assert_outcomes(passed=2, failed=4)
+    assert latest_report(pytester.path, "small")["calls"] == {"made": 0, "cached": 4}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import math
 import random
 import signal
@@ -314,8 +315,15 @@ class Dispatcher:
         self._run_coroutine(_prepare_all(preparing))
         for adapter, _models in preparing:
             state = getattr(adapter, "prepared_state", lambda: None)()
-            if state is not None:
-                self.store.remember_adapter_state(adapter.name, state)
+            if state is None:
+                continue
+            # A server may echo the key in its listing. What is kept is redacted, and the
+            # adapter keys its cache by that same kept state, so a replay builds equal keys.
+            kept = json.loads(redact(json.dumps(state)))
+            restore = getattr(adapter, "restore_state", None)
+            if kept != state and restore is not None:
+                restore(kept)
+            self.store.remember_adapter_state(adapter.name, kept)
 
     def _restore_prepared(self, adapters: Iterable[Adapter]) -> None:
         """Replay (record mode ``none``) touches no network and needs no key: each adapter gets
