@@ -241,7 +241,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "suite",
-        "run a built-in suite by name: gsm8k-160, e2e-extract-150 (repeatable; data "
+        "run a built-in suite by name, as `evalmine suites` lists them (repeatable; data "
         "downloaded on first use, or read from EVALMINE_DATA)",
         kind="list",
         default=[],
