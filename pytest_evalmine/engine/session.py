@@ -18,6 +18,7 @@ from ..adapters.base import CHARS_PER_TOKEN, Request, set_max_response_mb
 from ..adapters.builtin import default_registry
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError, RefusedError
+from ..judging.criteria import criterion_request, criterion_text_chars
 from ..judging.judge import judge_request, judge_text_chars
 from ..judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
 from ..options import HOME_ENV, cap_from, check_values, record_mode
@@ -359,7 +360,8 @@ class EvalSession:
             judges = [
                 model
                 for suite in suites
-                if (model := self.judge_model_for(suite)) and len(self.models_for(suite)) > 1
+                if (model := self.judge_model_for(suite))
+                and (len(self.models_for(suite)) > 1 or has_criteria(suite))
             ]
             # Every missing key of the run in one line, answers and judge alike.
             missing = dispatcher.unready(spec.model for spec in specs)
@@ -408,10 +410,11 @@ class EvalSession:
         dispatcher: Dispatcher,
         judging: Dispatcher,
     ) -> Estimate:
-        """The judge calls this selection will need. A pair whose two answers are cached is
-        judged on them, so a fully cached rerun estimates its judge calls as cached too; the
-        calls of any other pair are new and priced from sizes, an answer not yet cached
-        assumed to fill max_tokens (about four characters a token)."""
+        """The judge calls this selection will need: two per pair and one per answer per
+        binary criterion. A call whose answers are cached is built from them, so a fully
+        cached rerun estimates its judge calls as cached too; any other call is new and
+        priced from sizes, an answer not yet cached assumed to fill max_tokens (about four
+        characters a token)."""
         reads = dispatcher.record != "all"
         # Per item: the cached answer's text, or None, and the answer's length for sizing.
         answers: dict[tuple[Path, str, str, str], tuple[str | None, int]] = {}
@@ -428,7 +431,12 @@ class EvalSession:
         for suite in {spec.suite.path: spec.suite for spec in specs}.values():
             judge_model = self.judge_model_for(suite)
             models = self.models_for(suite)
-            if judge_model is None or len(models) < 2:
+            if judge_model is None:
+                continue
+            built, sized_criteria = _criteria_calls(suite, judge_model, models, answers, judging)
+            buildable += built
+            estimate = estimate + sized_criteria
+            if len(models) < 2:
                 continue
             baseline = models[0]
             sized: list[int] = []
@@ -578,6 +586,44 @@ class EvalSession:
     # identity -----------------------------------------------------------------------------
     def run_id(self, suite: Suite) -> str:
         return f"{self.run_token}-{suite.hash[:8]}-{models_hash(self.models_for(suite))[:8]}"
+
+
+def has_criteria(suite: Suite) -> bool:
+    return any(task.judges for task in suite.tasks)
+
+
+def _criteria_calls(
+    suite: Suite,
+    judge_model: str,
+    models: list[str],
+    answers: dict[tuple[Path, str, str, str], tuple[str | None, int]],
+    judging: Dispatcher,
+) -> tuple[list[Request], Estimate]:
+    """The binary judges' calls on the selected answers: built where the answer is cached
+    (a cached empty answer is never judged), else estimated from sizes."""
+    built: list[Request] = []
+    sized: list[int] = []
+    like: Planned | None = None
+    for task in suite.tasks:
+        for case in task.cases:
+            for model in models:
+                answer = answers.get((suite.path, task.id, case.id, model))
+                if answer is None or (answer[0] is not None and not answer[0].strip()):
+                    continue
+                text, chars = answer
+                for criterion in task.judges:
+                    request = criterion_request(
+                        judge_model, suite, task.id, case.id, criterion, text or ""
+                    )
+                    if text is not None:
+                        built.append(request)
+                        continue
+                    if like is None:  # resolves the judge's adapter and price
+                        like = judging.plan([request])[0]
+                    sized.append(criterion_text_chars(suite, task.id, case.id, criterion) + chars)
+    if like is None:
+        return built, Estimate(0, 0, 0, 0.0, 0.0)
+    return built, judging.estimate_by_size(like, sized)
 
 
 def relative_to(path: Path, root: Path) -> str:

@@ -161,13 +161,20 @@ def with_check_outcome(record: AnswerRecord) -> str:
     return f"{text}\n\n[Deterministic checks of this answer: {outcome}]"
 
 
-def parse_verdict(text: str) -> tuple[str | None, str]:
-    """(winner, reason) from a judge answer; winner None when it is unusable."""
-    result = check_answer(text, VERDICT_SCHEMA)
+def parsed_verdict(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    """A judge's JSON verdict, read like a schema answer (whole text, else the first fenced
+    block); (None, why) when it is not one."""
+    result = check_answer(text, schema)
     if not result.passed:
         failed = result.failed
         return None, failed.message if failed else "unusable verdict"
-    return result.parsed["winner"], result.parsed["reason"]
+    return result.parsed, ""
+
+
+def parse_verdict(text: str) -> tuple[str | None, str]:
+    """(winner, reason) from a judge answer; winner None when it is unusable."""
+    verdict, why = parsed_verdict(text, VERDICT_SCHEMA)
+    return (None, why) if verdict is None else (verdict["winner"], verdict["reason"])
 
 
 def judge_pairs(

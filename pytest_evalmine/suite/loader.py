@@ -49,6 +49,10 @@ DEFAULT_MIN_PAIRS = 10
 DEFAULT_JUDGE_MAX_TOKENS = 300
 DEFAULT_JUDGE_TEMPERATURE = 0.0
 DEFAULT_MOVER_THRESHOLD = 0.15
+# A binary criterion's judge is trusted only with this many test-split labels of each class
+# and each recall's Wilson lower bound at least this high (spec: "Binary judges").
+DEFAULT_MIN_LABELS_PER_CLASS = 10
+DEFAULT_MIN_RECALL = 0.6
 PARAM_KEYS = ("temperature", "max_tokens", "timeout_s", "top_p", "stop", "system")
 MODEL = re.compile(r"^[a-z0-9][a-z0-9_-]*/\S+$")
 # evalmine v1 keys this plugin cannot honour yet: refused with the reason, never ignored.
@@ -131,6 +135,14 @@ class Case:
 
 
 @dataclass(frozen=True)
+class Criterion:
+    """One binary judge of a task: a named PASS/FAIL criterion."""
+
+    name: str
+    criterion: str
+
+
+@dataclass(frozen=True)
 class Task:
     id: str
     kind: str
@@ -147,6 +159,7 @@ class Task:
     system_template: Template | None = field(default=None, repr=False, compare=False)
     checks: tuple[CheckSpec, ...] = ()
     regression: bool = False
+    judges: tuple[Criterion, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -160,6 +173,18 @@ class Label:
 
 
 @dataclass(frozen=True)
+class CriterionLabel:
+    """A person's PASS/FAIL for one answer (task, case, model) on one binary criterion."""
+
+    task: str
+    case: str
+    model: str
+    criterion: str
+    label: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class JudgeConfig:
     model: str | None = None
     rubric: str = ""
@@ -169,6 +194,8 @@ class JudgeConfig:
     on_below_floor: str = "flag"
     max_tokens: int = DEFAULT_JUDGE_MAX_TOKENS
     temperature: float = DEFAULT_JUDGE_TEMPERATURE
+    min_labels_per_class: int = DEFAULT_MIN_LABELS_PER_CLASS
+    min_recall: float = DEFAULT_MIN_RECALL
 
 
 @dataclass(frozen=True)
@@ -196,6 +223,7 @@ class Suite:
     gate: GateConfig | None = None
     # How messages and reports name the file: relative to the rootdir when inside it.
     shown: str = ""
+    criterion_labels: tuple[CriterionLabel, ...] = ()
 
     def task(self, task_id: str) -> Task:
         for task in self.tasks:
@@ -643,10 +671,16 @@ def _build(
                     for number, entry in enumerate(raw.get("checks", ()))
                 ),
                 regression=bool(raw.get("regression", False)),
+                judges=_judges(raw.get("judges", ()), shown, where, problems),
             )
         )
     judge_raw = document.get("judge", {})
     calibration = judge_raw.get("calibration", {})
+    criteria = judge_raw.get("criteria", {})
+    # one labels list holds both kinds: a criterion label is the one naming a criterion
+    entries = list(zip(document.get("labels", []), sources.labels, strict=True))
+    preference = [(raw, origin) for raw, origin in entries if "criterion" not in raw]
+    binary = [(raw, origin) for raw, origin in entries if "criterion" in raw]
     judge = JudgeConfig(
         model=judge_raw.get("model"),
         rubric=judge_raw.get("rubric", ""),
@@ -656,6 +690,10 @@ def _build(
         on_below_floor=calibration.get("on_below_floor", "flag"),
         max_tokens=int(judge_raw.get("max_tokens", DEFAULT_JUDGE_MAX_TOKENS)),
         temperature=float(judge_raw.get("temperature", DEFAULT_JUDGE_TEMPERATURE)),
+        min_labels_per_class=int(
+            criteria.get("min_labels_per_class", DEFAULT_MIN_LABELS_PER_CLASS)
+        ),
+        min_recall=float(criteria.get("min_recall", DEFAULT_MIN_RECALL)),
     )
     return Suite(
         path=path,
@@ -665,7 +703,8 @@ def _build(
         max_cost_usd=document.get("limits", {}).get("max_cost_usd"),
         judge=judge,
         tasks=tuple(tasks),
-        labels=tuple(_build_labels(document.get("labels", []), tasks, sources.labels, problems)),
+        labels=tuple(_build_labels(preference, tasks, problems)),
+        criterion_labels=tuple(_build_criterion_labels(binary, tasks, problems)),
         hash=suite_hash(document),
         document=document,
         endpoints=dict(document.get("endpoints", {})),
@@ -740,27 +779,87 @@ def _check_spec(entry: str | dict[str, Any], where: str) -> CheckSpec:
     return CheckSpec(name, dict(options or {}), where)
 
 
-def _build_labels(
-    raw_labels: list[dict[str, Any]],
-    tasks: list[Task],
-    origins: list[tuple[str, str]],
-    problems: Problems,
-) -> list[Label]:
-    cases_by_task = {task.id: {case.id for case in task.cases} for task in tasks}
-    labels: list[Label] = []
-    seen: set[tuple[str, str, str, str]] = set()
-    for raw, (file, where) in zip(raw_labels, origins, strict=True):
-        if raw["task"] not in cases_by_task:
+def _judges(raw: Any, shown: str, where: str, problems: Problems) -> tuple[Criterion, ...]:
+    """A task's binary judges; a name used twice in one task is refused where it repeats."""
+    judges: list[Criterion] = []
+    for number, entry in enumerate(raw):
+        if any(judge.name == entry["name"] for judge in judges):
             problems.add(
-                file, _field(where, "task"), f"no task {quoted(raw['task'])} in this suite"
+                shown,
+                f"{where}.judges[{number}].name",
+                f"duplicate judge name {quoted(entry['name'])} in this task",
             )
             continue
-        if raw["case"] not in cases_by_task[raw["task"]]:
+        judges.append(Criterion(entry["name"], entry["criterion"]))
+    return tuple(judges)
+
+
+_TaskIndex = dict[str, tuple[Task, set[str]]]
+
+
+def _task_index(tasks: list[Task]) -> _TaskIndex:
+    return {task.id: (task, {case.id for case in task.cases}) for task in tasks}
+
+
+def _labelled_task(
+    raw: dict[str, Any], index: _TaskIndex, file: str, where: str, problems: Problems
+) -> Task | None:
+    """The labelled task when its task and case exist; else adds the problem, None."""
+    if raw["task"] not in index:
+        problems.add(file, _field(where, "task"), f"no task {quoted(raw['task'])} in this suite")
+        return None
+    task, cases = index[raw["task"]]
+    if raw["case"] not in cases:
+        problems.add(
+            file,
+            _field(where, "case"),
+            f"task {quoted(raw['task'])} has no case {quoted(raw['case'])}",
+        )
+        return None
+    return task
+
+
+def _build_criterion_labels(
+    entries: list[tuple[dict[str, Any], tuple[str, str]]],
+    tasks: list[Task],
+    problems: Problems,
+) -> list[CriterionLabel]:
+    index = _task_index(tasks)
+    labels: list[CriterionLabel] = []
+    seen: set[tuple[str, str, str, str]] = set()
+    for raw, (file, where) in entries:
+        task = _labelled_task(raw, index, file, where, problems)
+        if task is None:
+            continue
+        names = [judge.name for judge in task.judges]
+        if raw["criterion"] not in names:
             problems.add(
                 file,
-                _field(where, "case"),
-                f"task {quoted(raw['task'])} has no case {quoted(raw['case'])}",
+                _field(where, "criterion"),
+                f"task {quoted(raw['task'])} has no judge {quoted(raw['criterion'])} "
+                f"(its judges: {', '.join(names) or 'none'})",
             )
+            continue
+        identity = (raw["task"], raw["case"], raw["model"], raw["criterion"])
+        if identity in seen:
+            problems.add(file, where, "duplicate label for this task, case, model and criterion")
+        seen.add(identity)
+        labels.append(
+            CriterionLabel(**{k: raw[k] for k in CriterionLabel.__dataclass_fields__ if k in raw})
+        )
+    return labels
+
+
+def _build_labels(
+    entries: list[tuple[dict[str, Any], tuple[str, str]]],
+    tasks: list[Task],
+    problems: Problems,
+) -> list[Label]:
+    index = _task_index(tasks)
+    labels: list[Label] = []
+    seen: set[tuple[str, str, str, str]] = set()
+    for raw, (file, where) in entries:
+        if _labelled_task(raw, index, file, where, problems) is None:
             continue
         if raw["baseline"] == raw["candidate"]:
             problems.add(file, where, "baseline and candidate are the same model")

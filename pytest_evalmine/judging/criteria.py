@@ -1,0 +1,189 @@
+"""Binary judges (spec: "Binary judges"): one PASS/FAIL call per answer per criterion,
+through the one dispatcher, and the verdict records they leave."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from ..adapters.base import Request
+from ..run.dispatch import OK, Dispatcher, Outcome, Planned
+from ..run.records import FAILED, PASSED, AnswerRecord
+from ..suite.canonical import sha256_hex
+from ..suite.loader import Criterion, Suite
+from .judge import parsed_verdict, task_prompt
+
+CRITERION_TEMPLATE_VERSION = "1"
+PASS, FAIL = "PASS", "FAIL"
+# A verdict's status: "ok" with a label, this when the judge's text was no verdict, else the
+# dispatcher's outcome (error, budget, replay_miss, interrupted).
+UNPARSEABLE = "unparseable"
+CRITERION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "label": {"type": "string", "enum": [PASS, FAIL]},
+        "critique": {"type": "string"},
+    },
+    "required": ["label", "critique"],
+    "additionalProperties": False,
+}
+CRITERION_SYSTEM_PROMPT = (
+    "You are a careful, strict evaluator. You decide whether one answer meets one criterion, "
+    "judging that criterion only. Reply with JSON only."
+)
+CRITERION_TEMPLATE = """\
+## Task given to the assistant
+{task_prompt}
+
+## The assistant's answer
+{answer}
+
+## Criterion: {name}
+{criterion}
+
+## Your verdict
+Reply with exactly one JSON object: {{"label": "PASS" | "FAIL", "critique": "<one sentence>"}}.
+PASS only when the answer meets the criterion; the critique says why, in one sentence."""
+
+
+@dataclass
+class CriterionVerdict:
+    """The judge's verdict on one answer for one criterion (a line of verdicts.jsonl)."""
+
+    task: str
+    case: str
+    model: str
+    criterion: str
+    label: str | None = None  # PASS or FAIL; None when there is no usable verdict
+    critique: str = ""
+    status: str = OK
+    error: str | None = None
+    key: str = ""
+    cached: bool = False
+    cost_usd: float = 0.0
+    cost_if_uncached_usd: float = 0.0
+    possibly_billed_usd: float = 0.0
+    attempts: int = 0
+    redactions: int = 0
+
+    @property
+    def answer(self) -> tuple[str, str, str]:
+        return (self.task, self.case, self.model)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CriterionVerdict:
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+def criteria_record(suite: Suite, model: str) -> dict[str, str]:
+    """What identifies the binary judge as an instrument: its model, the criteria's hash,
+    the prompt template version and the verdict schema's hash."""
+    criteria = {t.id: {j.name: j.criterion for j in t.judges} for t in suite.tasks if t.judges}
+    return {
+        "model": model,
+        "criteria_hash": sha256_hex(criteria),
+        "prompt_template_version": CRITERION_TEMPLATE_VERSION,
+        "verdict_schema_hash": sha256_hex(CRITERION_SCHEMA),
+    }
+
+
+def judged(record: AnswerRecord) -> bool:
+    """An answer arrived and is not empty: the binary judges see it."""
+    return record.outcome in (PASSED, FAILED) and bool((record.text or "").strip())
+
+
+def criterion_request(
+    judge_model: str,
+    suite: Suite,
+    task: str,
+    case: str,
+    criterion: Criterion,
+    answer: str,
+) -> Request:
+    """One criterion's call on one answer. The model that answered is never named to the
+    judge; ``context`` is for adapters only (fake faults with phase=judge), never rendered."""
+    prompt = CRITERION_TEMPLATE.format(
+        task_prompt=task_prompt(suite, task, case),
+        answer=answer,
+        name=criterion.name,
+        criterion=criterion.criterion,
+    )
+    return Request(
+        model=judge_model,
+        prompt=prompt,
+        system=CRITERION_SYSTEM_PROMPT,
+        max_tokens=suite.judge.max_tokens,
+        temperature=suite.judge.temperature,
+        schema=CRITERION_SCHEMA,
+        context={"purpose": "judge", "task": task, "case": case, "criterion": criterion.name},
+    )
+
+
+def criterion_text_chars(suite: Suite, task: str, case: str, criterion: Criterion) -> int:
+    """``criterion_request``'s system and prompt length without the answer (plain
+    substitution, so the answer's length adds to it)."""
+    empty = criterion_request("x/x", suite, task, case, criterion, "")
+    return len(CRITERION_SYSTEM_PROMPT) + len(empty.prompt)
+
+
+def parse_criterion_verdict(text: str) -> tuple[str | None, str]:
+    """(label, critique) from the judge's text; label None and the reason when unusable."""
+    verdict, why = parsed_verdict(text, CRITERION_SCHEMA)
+    return (None, why) if verdict is None else (verdict["label"], verdict["critique"])
+
+
+def judge_criteria(
+    suite: Suite,
+    records: Sequence[AnswerRecord],
+    judge_model: str,
+    dispatcher: Dispatcher,
+) -> list[CriterionVerdict]:
+    """Every criterion of its task on every answer that arrived, as one concurrent batch.
+    A provider's trouble becomes the verdict's status, never an exception."""
+    asked: list[tuple[AnswerRecord, Criterion, Request]] = [
+        (record, criterion, criterion_request(
+            judge_model, suite, record.task, record.case, criterion, record.text or ""
+        ))
+        for record in records
+        if judged(record)
+        for criterion in suite.task(record.task).judges
+    ]  # fmt: skip
+    if not asked:
+        return []
+    planned = dispatcher.plan(request for _, _, request in asked)
+    outcomes = dispatcher.run_each(planned)
+    return [
+        _verdict(record, criterion, plan, outcome)
+        for (record, criterion, _), plan, outcome in zip(asked, planned, outcomes, strict=True)
+    ]
+
+
+def _verdict(
+    record: AnswerRecord, criterion: Criterion, plan: Planned, outcome: Outcome
+) -> CriterionVerdict:
+    verdict = CriterionVerdict(
+        task=record.task,
+        case=record.case,
+        model=record.model,
+        criterion=criterion.name,
+        key=plan.key,
+        cached=outcome.cached,
+        cost_usd=outcome.cost_usd,
+        cost_if_uncached_usd=outcome.cost_if_uncached_usd,
+        possibly_billed_usd=outcome.possibly_billed_usd,
+        attempts=outcome.attempts,
+        redactions=outcome.redactions,
+    )
+    if outcome.status != OK or outcome.response is None:
+        verdict.status, verdict.error = outcome.status, outcome.error
+        return verdict
+    label, critique = parse_criterion_verdict(outcome.response.text)
+    if label is None:
+        verdict.status, verdict.error = UNPARSEABLE, critique
+    else:
+        verdict.label, verdict.critique = label, critique
+    return verdict
