@@ -18,6 +18,8 @@ from ..exitcodes import (
     REPLAY_MISSED,
     STOPPED_OVER_BUDGET,
 )
+from ..judging.binary import BinaryJudging, binary_from_verdicts
+from ..judging.criteria import judge_criteria
 from ..judging.gate import BLOCK, INVESTIGATE
 from ..judging.headline import Headline, run_headline
 from ..options import gate_from_spec
@@ -27,11 +29,11 @@ from ..reports.compare import load as load_report
 from ..reports.compare import resolve as resolve_compare
 from ..reports.files import write_run
 from ..reports.summary import RunSummary, summarize
-from ..run.dispatch import Progress
+from ..run.dispatch import Dispatcher, Progress
 from ..run.records import AnswerRecord
 from ..suite.canonical import sha256_hex
 from ..suite.loader import Suite
-from .session import EvalSession, models_hash, relative_to
+from .session import EvalSession, has_criteria, models_hash, relative_to
 
 
 @dataclass(frozen=True)
@@ -65,8 +67,13 @@ def finish_run(
         models = session.models_for(suite)
         if stopped:
             headline, note = None, f"not judged: {stopped}"
+            binary = None
+            binary_note = f"not judged: {stopped}" if has_criteria(suite) else None
         else:
             headline, note = _judge_suite(
+                session, suite, records, models, judge_registry, on_progress, on_interrupt
+            )
+            binary, binary_note = _judge_criteria(
                 session, suite, records, models, judge_registry, on_progress, on_interrupt
             )
             if session.interrupted:
@@ -93,6 +100,8 @@ def finish_run(
             label_counts=dict(Counter(label.task for label in suite.labels)),
             headline=headline,
             judge_note=note,
+            binary=binary,
+            binary_note=binary_note,
             gate_config=gate_from_spec(session.settings.gate)
             if session.settings.gate
             else suite.gate,
@@ -112,7 +121,7 @@ def finish_run(
                 ),
             )
         run_dir = write_run(summary, report_root, move_latest=held_back is None)
-        _write_recording(session, suite, records, headline)
+        _write_recording(session, suite, records, headline, binary)
         fail = session.settings.fail_under_calibration or suite.judge.on_below_floor == "fail"
         finished.append(FinishedSuite(summary, run_dir, fail))
     return finished
@@ -142,6 +151,7 @@ def _write_recording(
     suite: Suite,
     records: list[AnswerRecord],
     headline: Headline | None,
+    binary: BinaryJudging | None,
 ) -> None:
     """After a run that may call: the answers and judge verdicts this suite used, from the
     cache database, into its recording (merged when only part of the suite was selected)."""
@@ -165,6 +175,13 @@ def _write_recording(
                         f"{judged.order}"
                     )
         models.add(headline.judge.model)
+    if binary is not None:
+        for verdict in binary.verdicts:
+            if verdict.key:
+                uses.setdefault(verdict.key, set()).add(
+                    f"{verdict.task}/{verdict.case} {verdict.model} criterion {verdict.criterion}"
+                )
+        models.add(binary.judge["model"])
     # adapter_state is kept under the adapter's name: the provider prefix of a model string
     adapters = {model.split("/", 1)[0] for model in models}
     selected_all = len(records) == len(session.specs_for(suite))
@@ -208,11 +225,7 @@ def _judge_suite(
     if len(models) < 2:
         return None, "one model only: there is no candidate to compare with the baseline"
     try:
-        dispatcher = session.dispatcher(
-            judge_registry or session.default_registry(),
-            on_progress=on_progress,
-            on_interrupt=on_interrupt,
-        )
+        dispatcher = _judge_dispatcher(session, judge_registry, on_progress, on_interrupt)
         headline = run_headline(
             suite, records, models, judge_model, dispatcher, gate_on=session.settings.kappa_gate
         )
@@ -220,6 +233,49 @@ def _judge_suite(
     except Exception as exc:  # judging must never turn the run into a traceback
         return None, f"judging failed: {type(exc).__name__}: {exc}"
     return headline, None
+
+
+def _judge_dispatcher(
+    session: EvalSession,
+    judge_registry: AdapterRegistry | None,
+    on_progress: Callable[[Progress], None] | None,
+    on_interrupt: Callable[[int, float], None] | None,
+) -> Dispatcher:
+    return session.dispatcher(
+        judge_registry or session.default_registry(),
+        on_progress=on_progress,
+        on_interrupt=on_interrupt,
+    )
+
+
+def _judge_criteria(
+    session: EvalSession,
+    suite: Suite,
+    records: list[AnswerRecord],
+    models: list[str],
+    judge_registry: AdapterRegistry | None,
+    on_progress: Callable[[Progress], None] | None,
+    on_interrupt: Callable[[int, float], None] | None,
+) -> tuple[BinaryJudging | None, str | None]:
+    """The binary judges of a suite whose tasks have some, on every answer that arrived
+    (one model is enough); a note instead when they cannot run."""
+    if not has_criteria(suite):
+        return None, None
+    judge_model = session.judge_model_for(suite)
+    if judge_model is None:
+        return None, (
+            "binary judges not run: no judge model (set judge.model in the suite or "
+            "--evalmine-judge)"
+        )
+    if session.interrupted:
+        return None, "not judged: interrupted (Ctrl-C) while judging"
+    try:
+        dispatcher = _judge_dispatcher(session, judge_registry, on_progress, on_interrupt)
+        verdicts = judge_criteria(suite, records, judge_model, dispatcher)
+        session.interrupted = session.interrupted or dispatcher.interrupted
+    except Exception as exc:  # judging must never turn the run into a traceback
+        return None, f"binary judging failed: {type(exc).__name__}: {exc}"
+    return binary_from_verdicts(suite, verdicts, models, judge_model), None
 
 
 def _previous_report(session: EvalSession, suite: Suite, report_root: Path) -> Path | None:

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EvalmineError
+from ..judging.binary import binary_from_verdicts
+from ..judging.criteria import CriterionVerdict
 from ..judging.headline import headline_from_pairs
 from ..judging.pairs import Pair
 from ..options import GateConfig
@@ -19,7 +21,7 @@ from ..reports.files import atomic_write, render_markdown
 from ..reports.html_page import render_run_dir
 from ..reports.summary import RunSummary, summarize
 from ..run.records import PASSED, AnswerRecord
-from ..suite.loader import load_suite
+from ..suite.loader import Suite, load_suite
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,10 @@ class StoredRun:
 
     def pairs(self) -> list[Pair]:
         return [Pair.from_dict(row) for row in _read_jsonl(self.run_dir / "pairs.jsonl")]
+
+    def verdicts(self) -> list[CriterionVerdict]:
+        rows = _read_jsonl(self.run_dir / "verdicts.jsonl")
+        return [CriterionVerdict.from_dict(row) for row in rows]
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -98,19 +104,35 @@ def rerender(run: StoredRun, rootdir: Path) -> list[Path]:
     return [target, page]
 
 
+def _run_suite(run: StoredRun, report: dict[str, Any], rootdir: Path) -> Suite:
+    """The run's suite file, refused when it no longer has the run's hash (its labels would
+    give another calibration)."""
+    suite_file = rootdir / report["suite"]["file"]
+    suite = load_suite(suite_file, shown=report["suite"]["file"])
+    if suite.hash != report["suite"]["hash"]:
+        raise EvalmineError(
+            f"{report['suite']['file']}: the suite changed since run {run.run_id} "
+            f"(sha256 {suite.hash[:12]}, the run cites {report['suite']['hash'][:12]}): "
+            "its labels cannot re-create that run's calibration"
+        )
+    return suite
+
+
 def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
     report = run.report()
-    headline = None
+    headline = binary = None
     stored_headline = report.get("headline")
-    if stored_headline is not None:
-        suite_file = rootdir / report["suite"]["file"]
-        suite = load_suite(suite_file, shown=report["suite"]["file"])
-        if suite.hash != report["suite"]["hash"]:
-            raise EvalmineError(
-                f"{report['suite']['file']}: the suite changed since run {run.run_id} "
-                f"(sha256 {suite.hash[:12]}, the run cites {report['suite']['hash'][:12]}): "
-                "its labels cannot re-create that run's calibration"
-            )
+    stored_binary = report.get("binary_judges")
+    suite = (
+        _run_suite(run, report, rootdir)
+        if stored_headline is not None or stored_binary is not None
+        else None
+    )
+    if stored_binary is not None and suite is not None:
+        binary = binary_from_verdicts(
+            suite, run.verdicts(), report["models"], stored_binary["judge"]["model"]
+        )
+    if stored_headline is not None and suite is not None:
         headline = headline_from_pairs(
             suite,
             run.pairs(),
@@ -138,6 +160,8 @@ def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
         label_counts=report["suite"].get("label_counts", {}),
         headline=headline,
         judge_note=report.get("judge_note"),
+        binary=binary,
+        binary_note=report.get("binary_judges_note"),
         changes=report.get("changes"),
         gate_config=_gate_config(report.get("gate")),
         regression_tasks=tuple(report.get("regressions", {}).get("tasks", ())),

@@ -34,6 +34,9 @@ def write_run(summary: RunSummary, report_root: Path, *, move_latest: bool = Tru
     pairs = [p.to_dict() for p in summary.headline.pairs] if summary.headline else []
     if summary.headline is not None:
         atomic_write(run_dir / "pairs.jsonl", _jsonl(pairs))
+    if summary.binary is not None:
+        verdicts = (v.to_dict() for v in summary.binary.verdicts)
+        atomic_write(run_dir / "verdicts.jsonl", _jsonl(verdicts))
     report = summary.to_json()
     atomic_write(run_dir / "report.json", json.dumps(report, indent=2) + "\n")
     atomic_write(run_dir / "report.md", render_markdown(summary))

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..judging.binary import TEST_FRACTION, BinaryJudging, CriterionCalibration
 from ..judging.calibration import Calibration
 from ..judging.gate import GateResult
 from ..judging.headline import DAGGER, Headline
@@ -135,6 +136,93 @@ def win_rate_section(headline: Headline, scores: Any) -> Section:
     bias = headline.bias
     flag = f" {DAGGER} significantly away from 50%" if bias.flagged else ""
     section.lines.append(f"judge position bias: {bias.describe()}{flag}")
+    return section
+
+
+def _with_flag(text: str, eligible: bool) -> str:
+    return text if eligible or text == "-" else f"{text}{DAGGER} UNCALIBRATED"
+
+
+def _recalls(calibration: CriterionCalibration) -> str:
+    youden = calibration.youden
+    return (
+        f"PASS recall {proportion_text(calibration.pass_recall)}; FAIL recall "
+        f"{proportion_text(calibration.fail_recall)}; Youden "
+        f"{'-' if youden is None else f'{youden:.2f}'}"
+    )
+
+
+def binary_section(binary: BinaryJudging) -> Section:
+    """All-pass over criteria per model, each criterion's pass rate raw and corrected, and
+    each criterion's judge against the test-split labels; a number resting on a judge that is
+    not eligible carries the dagger."""
+    section = Section("Binary judges (PASS/FAIL per criterion)")
+    calls = f"{binary.calls_made()} made, {binary.calls_cached()} cached"
+    missing = {
+        status: count
+        for status, count in binary.to_dict()["verdicts"]["by_status"].items()
+        if status != "ok"
+    }
+    section.lines.append(
+        f"judge {binary.judge['model']}: {len(binary.verdicts)} verdicts ({calls})"
+        + ("; no verdict: " + ", ".join(f"{k} {v}" for k, v in missing.items()) if missing else "")
+    )
+    section.lines.append(
+        f"human labels: the test split ({TEST_FRACTION:.0%} of cases, by a hash of task and "
+        "case id) was read once in this run; dev-split labels never enter these numbers; "
+        f"a criterion is eligible with >= {binary.min_labels_per_class} test labels of each "
+        f"class and each recall's lower bound >= {binary.min_recall:.2f}"
+    )
+    section.tables.append(
+        (
+            ("model", "all criteria pass", "answers without every verdict"),
+            [
+                (r.model, _with_flag(proportion_text(r.rate), r.eligible), str(r.incomplete))
+                for r in binary.all_pass
+            ],
+        )
+    )
+    section.tables.append(
+        (
+            ("model", "task", "criterion", "pass rate", "corrected (Rogan-Gladen)"),
+            [
+                (
+                    row.model,
+                    row.task,
+                    row.criterion,
+                    _with_flag(proportion_text(row.pass_rate), row.eligible),
+                    _with_flag(
+                        f"{percent(row.corrected.value)} [{percent(row.corrected.interval.low)}, "
+                        f"{percent(row.corrected.interval.high)}]"
+                        if row.corrected
+                        else "-",
+                        row.eligible,
+                    ),
+                )
+                for row in binary.rates
+            ],
+        )
+    )
+    section.tables.append(
+        (
+            ("task", "criterion", "test labels (dev)", "judge vs your labels", "eligible"),
+            [
+                (
+                    c.task,
+                    c.criterion,
+                    f"{c.test_labels} ({c.dev_labels})",
+                    _recalls(c),
+                    "yes" if c.eligible else f"{DAGGER} no",
+                )
+                for c in binary.calibrations
+            ],
+        )
+    )
+    section.footer += [
+        f"{DAGGER} {c.task}/{c.criterion} not eligible: " + "; ".join(c.reasons)
+        for c in binary.calibrations
+        if not c.eligible
+    ]
     return section
 
 
@@ -416,8 +504,8 @@ def regressions_section(summary: RunSummary) -> Section:
 
 
 def report_sections(summary: RunSummary) -> list[Section]:
-    """regressions (when one failed), calibration, win rates, release gate, scorecard, per
-    task, exclusions, label next, paired comparison, what changed."""
+    """regressions (when one failed), calibration, win rates, binary judges, release gate,
+    scorecard, per task, exclusions, label next, paired comparison, what changed."""
     headline = summary.headline
     sections: list[Section] = []
     if summary.regression_failures:
@@ -428,6 +516,10 @@ def report_sections(summary: RunSummary) -> list[Section]:
         sections.append(scores_section(summary))
     elif summary.judge_note:
         sections.append(Section("Judge", lines=[summary.judge_note]))
+    if summary.binary is not None:
+        sections.append(binary_section(summary.binary))
+    elif summary.binary_note:
+        sections.append(Section("Binary judges (PASS/FAIL per criterion)", [summary.binary_note]))
     if summary.gate is not None:
         sections.append(gate_section(summary.gate))
     sections.append(scorecard_section(summary))

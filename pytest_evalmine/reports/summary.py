@@ -11,6 +11,8 @@ from functools import cached_property
 from typing import Any
 
 from .. import __version__
+from ..judging.binary import BinaryJudging
+from ..judging.criteria import CriterionVerdict
 from ..judging.gate import GateResult, evaluate_gate
 from ..judging.headline import Headline
 from ..options import GateConfig
@@ -57,6 +59,9 @@ class RunSummary:
     # One model, or no judged task: the Scores section stands where the judge's would.
     score_only: bool = False
     task_scores: list[TaskScore] = field(default_factory=list)
+    # The binary judges' verdicts and numbers, or why they did not run (None: no criteria).
+    binary: BinaryJudging | None = None
+    binary_note: str | None = None
 
     @cached_property
     def paired(self) -> list[ModelComparison]:
@@ -86,7 +91,9 @@ class RunSummary:
 
     @property
     def judge_spent_usd(self) -> float:
-        return self.headline.judge_cost_usd if self.headline else 0.0
+        """Pairwise and binary judges together."""
+        binary = self.binary.cost_usd if self.binary else 0.0
+        return (self.headline.judge_cost_usd if self.headline else 0.0) + binary
 
     @property
     def spent_usd(self) -> float:
@@ -97,6 +104,7 @@ class RunSummary:
         """Worst case of calls sent that failed (answers and judge): the provider may bill
         them, so the cap counted them; not part of ``spent_usd``."""
         judge = self.headline.judge_possibly_billed_usd if self.headline else 0.0
+        judge += self.binary.possibly_billed_usd if self.binary else 0.0
         return sum(r.possibly_billed_usd for r in self.records) + judge
 
     @property
@@ -106,6 +114,7 @@ class RunSummary:
             if self.headline
             else 0
         )
+        judge += sum(1 for v in self._verdicts if v.possibly_billed_usd)
         return sum(1 for r in self.records if r.possibly_billed_usd) + judge
 
     @property
@@ -119,6 +128,7 @@ class RunSummary:
     @property
     def if_uncached_usd(self) -> float:
         judge = self.headline.judge_cost_if_uncached_usd if self.headline else 0.0
+        judge += self.binary.cost_if_uncached_usd if self.binary else 0.0
         return sum(r.cost_if_uncached_usd for r in self.records) + judge
 
     @property
@@ -129,12 +139,14 @@ class RunSummary:
     def budget_stopped(self) -> bool:
         """The cap stopped an answer or a judge call of this run."""
         judge = self.headline is not None and self.headline.judge_passes_with("budget") > 0
+        judge = judge or any(v.status == "budget" for v in self._verdicts)
         return judge or any(r.outcome == "not_run_budget" for r in self.records)
 
     @property
     def replay_misses(self) -> int:
         """Answers and judge verdicts record mode none needed and the cache did not hold."""
         judge = self.headline.judge_passes_with("replay_miss") if self.headline else 0
+        judge += sum(1 for v in self._verdicts if v.status == "replay_miss")
         return judge + sum(1 for r in self.records if r.outcome == "replay_miss")
 
     @property
@@ -159,7 +171,12 @@ class RunSummary:
         """API keys replaced by ``[redacted]`` in this run's answers, verdicts and errors."""
         pairs = self.headline.pairs if self.headline else []
         judged = sum(j.redactions for pair in pairs for j in pair.passes)
+        judged += sum(v.redactions for v in self._verdicts)
         return sum(r.redactions for r in self.records) + judged
+
+    @property
+    def _verdicts(self) -> list[CriterionVerdict]:
+        return self.binary.verdicts if self.binary else []
 
     @property
     def calls_made(self) -> int:
@@ -216,6 +233,8 @@ class RunSummary:
             "headline": self.headline.to_dict() if self.headline else None,
             "judge_note": self.judge_note,
             "scored_tasks": list(self.scored_tasks),
+            "binary_judges": self.binary.to_dict() if self.binary else None,
+            "binary_judges_note": self.binary_note,
             "paired": [comparison.to_dict() for comparison in self.paired],
             "gate": self.gate.to_dict() if self.gate else None,
             "regressions": {
