@@ -16,6 +16,8 @@ DEFAULT_CAP_USD = 2.00
 # Far above the largest answer max_tokens allows; a body past it is not held in memory.
 DEFAULT_MAX_RESPONSE_MB = 8.0
 GATE_METRICS = ("win_rate", "all_pass", "score")
+# Each repeat is a paid call: more than this is a mistake far more often than a plan.
+MAX_REPEATS = 20
 DEFAULT_INDIFFERENCE_POINTS = 1.0
 DEFAULT_MINOR_REGRESSION_POINTS = 2.0
 CAP_ENV = "EVALMINE_MAX_COST"
@@ -253,6 +255,16 @@ OPTIONS: tuple[Option, ...] = (
         kind="int",
         minimum=1,
         metavar="N",
+    ),
+    Option(
+        "repeat",
+        "ask every task x case x model N times, each repeat its own request and cache entry "
+        "(N >= 2 measures the noise floor)",
+        kind="int",
+        default=1,
+        metavar="N",
+        minimum=1,
+        maximum=MAX_REPEATS,
     ),
     Option(
         "update_latest",

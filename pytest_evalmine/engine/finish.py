@@ -70,11 +70,13 @@ def finish_run(
             binary = None
             binary_note = f"not judged: {stopped}" if has_criteria(suite) else None
         else:
+            # Judges (pairwise and binary) see each case's first answers (repeat 0) only.
+            first = [r for r in records if r.repeat == 0]
             headline, note = _judge_suite(
-                session, suite, records, models, judge_registry, on_progress, on_interrupt
+                session, suite, first, models, judge_registry, on_progress, on_interrupt
             )
             binary, binary_note = _judge_criteria(
-                session, suite, records, models, judge_registry, on_progress, on_interrupt
+                session, suite, first, models, judge_registry, on_progress, on_interrupt
             )
             if session.interrupted:
                 stopped = "interrupted (Ctrl-C) while judging"
@@ -107,6 +109,7 @@ def finish_run(
             else suite.gate,
             regression_tasks=tuple(t.id for t in suite.tasks if t.regression),
             scored_tasks=tuple(t.id for t in suite.tasks if t.checks),
+            repeats=session.settings.repeat,
             score_only=len(models) == 1 or not any(t.judge for t in suite.tasks),
             stopped=stopped,
         )
@@ -164,7 +167,9 @@ def _write_recording(
     uses: dict[str, set[str]] = {}
     for record in records:
         if record.key:
-            uses.setdefault(record.key, set()).add(f"{record.task}/{record.case} {record.model}")
+            uses.setdefault(record.key, set()).add(
+                f"{record.task}/{record.case} {record.shown_model}"
+            )
     models = {r.model for r in records}
     if headline is not None:
         for pair in headline.pairs:

@@ -39,7 +39,14 @@ from ..run.endpoints import Endpoint, from_suite, parse_option
 from ..run.loop import SessionLoop
 from ..run.prices import PriceTable, load_prices
 from ..run.records import ERROR as ERROR_OUTCOME
-from ..run.records import FAILED, NOT_RUN_BUDGET, NOT_RUN_INTERRUPTED, PASSED, AnswerRecord
+from ..run.records import (
+    FAILED,
+    NOT_RUN_BUDGET,
+    NOT_RUN_INTERRUPTED,
+    PASSED,
+    AnswerRecord,
+    with_repeat,
+)
 from ..run.records import REPLAY_MISS as REPLAY_MISS_OUTCOME
 from ..run.runtoken import new_run_token
 from ..run.store import Store
@@ -57,10 +64,11 @@ class ItemSpec:
     task: Task
     case: Case
     model: str
+    repeat: int = 0
 
     @property
     def name(self) -> str:
-        return f"{self.case.id}[{self.model}]"
+        return f"{self.case.id}[{with_repeat(self.model, self.repeat)}]"
 
     def request(self) -> Request:
         rendered = self.suite.render(self.task, self.case)
@@ -75,12 +83,14 @@ class ItemSpec:
             stop=params.stop,
             schema=self.task.schema,
             timeout_s=params.timeout_s,
+            repeat=self.repeat,
             context={
                 "purpose": "answer",
                 "suite": self.suite.name,
                 "task": self.task.id,
                 "case": self.case.id,
                 "vars": dict(self.case.vars),
+                "repeat": self.repeat,
             },
         )
 
@@ -292,14 +302,15 @@ class EvalSession:
 
     def specs_for(self, suite: Suite) -> list[ItemSpec]:
         """Items in file order of tasks and cases (the first ``--evalmine-limit`` of each
-        task), then model order (deterministic for xdist)."""
+        task), then model order, then repeat (deterministic for xdist)."""
         models = self.models_for(suite)
         limit = self.settings.limit
         return [
-            ItemSpec(suite, task, case, model)
+            ItemSpec(suite, task, case, model, repeat)
             for task in suite.tasks
             for case in (task.cases[:limit] if limit else task.cases)
             for model in models
+            for repeat in range(self.settings.repeat)
         ]
 
     def resolve_cap(self) -> float:
@@ -419,6 +430,8 @@ class EvalSession:
         # Per item: the cached answer's text, or None, and the answer's length for sizing.
         answers: dict[tuple[Path, str, str, str], tuple[str | None, int]] = {}
         for spec, plan in zip(specs, planned, strict=True):
+            if spec.repeat:
+                continue  # judges see the first answers (repeat 0) only
             hit = self.store.get(plan.key) if reads else None
             key = (spec.suite.path, spec.task.id, spec.case.id, spec.model)
             if hit is not None:
@@ -507,6 +520,7 @@ class EvalSession:
             kind=spec.task.kind,
             case=spec.case.id,
             model=spec.model,
+            repeat=spec.repeat,
             outcome=PASSED,
             key=outcome.key,
             attempts=outcome.attempts,
@@ -568,7 +582,7 @@ class EvalSession:
         records = []
         for key, outcome in self.outcomes.items():
             spec = self.specs[key]
-            identity = (spec.suite.shown, spec.task.id, spec.case.id, spec.model)
+            identity = (spec.suite.shown, spec.task.id, spec.case.id, spec.model, spec.repeat)
             if identity not in reported:
                 record = self.record_for(spec, outcome)
                 record.item_ran = False

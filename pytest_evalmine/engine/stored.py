@@ -166,6 +166,7 @@ def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
         gate_config=_gate_config(report.get("gate")),
         regression_tasks=tuple(report.get("regressions", {}).get("tasks", ())),
         scored_tasks=tuple(report.get("scored_tasks", ())),
+        repeats=int(report.get("repeats", 1)),
         score_only=bool(report.get("score_only", False)),
     )
 
@@ -272,7 +273,7 @@ def digest(run: StoredRun, rootdir: Path) -> RunDigest:
         win_rates=rates,
         models=[_model_digest(row) for row in report["scorecard"]],
         failing_node_ids=[
-            f"{report['suite']['file']}::{r.task}::{r.case}[{r.model}]"
+            f"{report['suite']['file']}::{r.task}::{r.case}[{r.shown_model}]"
             for r in run.records()
             if r.outcome != PASSED
         ],

@@ -96,7 +96,7 @@ def render_markdown(summary: RunSummary) -> str:
     problems = [r for r in summary.records if r.outcome != "passed"]
     if problems:
         lines += ["## Items that did not pass", ""]
-        rows = [(r.task, r.case, r.model, r.outcome, failure_reason(r)) for r in problems]
+        rows = [(r.task, r.case, r.shown_model, r.outcome, failure_reason(r)) for r in problems]
         lines += [*markdown_table(("task", "case", "model", "outcome", "why"), rows), ""]
     lines += ["## How to reproduce", "", "```", summary.command, "```", ""]
     lines += ["## Decision log entry (paste into DECISIONS.md and complete)", ""]

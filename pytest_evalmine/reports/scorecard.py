@@ -158,6 +158,15 @@ class TaskScore:
         }
 
 
+def case_clusters(scored: Sequence[AnswerRecord]) -> list[Cluster]:
+    """One cluster per task x case: the sum of its repeats' scores and their number."""
+    totals: dict[tuple[str, str], list[float]] = {}
+    for r in scored:
+        if r.score is not None:
+            totals.setdefault((r.task, r.case), []).append(r.score)
+    return [Cluster(task, sum(s), len(s)) for (task, _), s in totals.items()]
+
+
 def task_scores(
     records: Sequence[AnswerRecord], models: Sequence[str], seed_text: str
 ) -> list[TaskScore]:
@@ -173,11 +182,12 @@ def task_scores(
             scored = [r for r in chosen if r.score is not None]
             scores = [r.score for r in scored if r.score is not None]
             passed = sum(r.outcome == PASSED for r in scored)
-            # Items are the clusters; the overall row keeps each task's share (strata). The
-            # seed names the tasks covered, so with one task both rows are the same draw.
+            # Cases are the clusters (a case's repeats together); the overall row keeps each
+            # task's share (strata). The seed names the tasks covered, so with one task both
+            # rows are the same draw.
             covered = sorted({r.task for r in scored})
             interval = mean_interval(
-                [Cluster(r.task, r.score, 1) for r in scored if r.score is not None],
+                case_clusters(scored),
                 low_end=0.0,
                 high_end=1.0,
                 seed=seed_from(seed_text, "score", model, *covered),

@@ -272,6 +272,7 @@ def paired_section(comparisons: Sequence[ModelComparison]) -> Section:
             f"{p.cases - len(p.worse) - len(p.better)}{mcnemar}"
             + (f"; {c.excluded} cases without both answers left out" if c.excluded else "")
         )
+        section.lines.append(f"verdict: {c.verdict}")
         for label, examples in (("worse", c.worse), ("better", c.better)):
             for e in examples:
                 section.detail_lines.append(
@@ -498,7 +499,7 @@ def regressions_section(summary: RunSummary) -> Section:
         f"regression tasks ({', '.join(summary.regression_tasks)}) must pass every case for "
         "every model"
     )
-    rows = [(r.task, r.case, r.model, r.outcome, failure_reason(r)) for r in failures]
+    rows = [(r.task, r.case, r.shown_model, r.outcome, failure_reason(r)) for r in failures]
     section.tables.append((("task", "case", "model", "outcome", "why"), rows))
     return section
 

@@ -56,6 +56,8 @@ class RunSummary:
     regression_tasks: tuple[str, ...] = ()
     # Tasks with checks: the ones the paired comparison of checker scores covers.
     scored_tasks: tuple[str, ...] = ()
+    # --evalmine-repeat: answers asked per task x case x model.
+    repeats: int = 1
     # One model, or no judged task: the Scores section stands where the judge's would.
     score_only: bool = False
     task_scores: list[TaskScore] = field(default_factory=list)
@@ -232,6 +234,7 @@ class RunSummary:
             "score_only": self.score_only,
             "headline": self.headline.to_dict() if self.headline else None,
             "judge_note": self.judge_note,
+            "repeats": self.repeats,
             "scored_tasks": list(self.scored_tasks),
             "binary_judges": self.binary.to_dict() if self.binary else None,
             "binary_judges_note": self.binary_note,
@@ -274,7 +277,7 @@ def summarize(
     suite_hash: str,
     **context: Any,
 ) -> RunSummary:
-    ordered = sorted(records, key=lambda r: (r.task, r.case, models.index(r.model)))
+    ordered = sorted(records, key=lambda r: (r.task, r.case, models.index(r.model), r.repeat))
     return RunSummary(
         run_id=run_id,
         suite_name=suite_name,

@@ -10,6 +10,12 @@ NOT_RUN_BUDGET, REPLAY_MISS = "not_run_budget", "replay_miss"
 NOT_RUN_INTERRUPTED = "not_run_interrupted"
 
 
+def with_repeat(model: str, repeat: int) -> str:
+    """The model as an item's id shows it: ``fake/alpha``, then ``fake/alpha#r1``... for the
+    later repeats (repeat 0 keeps the id of a run without repeats)."""
+    return f"{model}#r{repeat}" if repeat else model
+
+
 @dataclass
 class AnswerRecord:
     suite: str
@@ -43,10 +49,16 @@ class AnswerRecord:
     # False for an answer dispatched for an item pytest never ran (-x, Ctrl-C): the report
     # still counts its call and checks its answer.
     item_ran: bool = True
+    # Which of the --evalmine-repeat answers of this task x case x model (0 = the first).
+    repeat: int = 0
 
     @property
-    def identity(self) -> tuple[str, str, str, str]:
-        return (self.suite_file, self.task, self.case, self.model)
+    def identity(self) -> tuple[str, str, str, str, int]:
+        return (self.suite_file, self.task, self.case, self.model, self.repeat)
+
+    @property
+    def shown_model(self) -> str:
+        return with_repeat(self.model, self.repeat)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

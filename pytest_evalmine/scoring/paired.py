@@ -14,6 +14,11 @@ from ..stats.estimators import seed_from
 from ..stats.paired import PairedCase, PairedComparison, compare_paired
 
 ALL_PASS, SCORE = "all_pass", "score"
+METRIC_WORDS = {ALL_PASS: "all checks pass", SCORE: "the checker score"}
+NO_FLOOR = (
+    "the noise floor is unknown: no case has two repeats of both models "
+    "(--evalmine-repeat=2 or more measures it)"
+)
 EXAMPLES = 3  # worse and better cases shown, each
 EXAMPLE_CHARS = 200
 
@@ -53,7 +58,38 @@ class ModelComparison:
             "excluded_cases": self.excluded,
             "worse_examples": [e.to_dict() for e in self.worse],
             "better_examples": [e.to_dict() for e in self.better],
+            "verdict": self.verdict,
         }
+
+    @property
+    def verdict(self) -> str:
+        """The comparison in plain words, in points (spec: "Paired comparison")."""
+        p = self.comparison
+        b, a, what = self.candidate, self.baseline, METRIC_WORDS[self.metric]
+        if p.delta is None or p.interval is None:
+            return f"{b} and {a}: no case answered by both on {what}"
+        floor = p.noise_floor
+        low, high = 100 * p.interval.low, 100 * p.interval.high
+        if low <= 0 <= high:
+            text = (
+                f"{b} cannot be told apart from {a} on {what}: {100 * p.delta:+.1f} points "
+                f"[{low:+.1f}, {high:+.1f}], an interval that includes 0"
+            )
+            if floor is None:
+                return f"{text}; {NO_FLOOR}"
+            return f"{text}; noise floor {100 * floor:.1f} points"
+        better = low > 0
+        size = abs(100 * p.delta)
+        ends = (low, high) if better else (-high, -low)
+        text = (
+            f"{b} is {'better' if better else 'worse'} than {a} on {what} by {size:.1f} "
+            f"points [{ends[0]:.1f}, {ends[1]:.1f}]"
+        )
+        if floor is None:
+            return f"{text}; {NO_FLOOR}"
+        if p.beyond_noise:
+            return f"{text}, beyond the noise floor of {100 * floor:.1f} points"
+        return f"{text}, within the noise floor of {100 * floor:.1f} points: not beyond noise"
 
 
 def all_pass_score(record: AnswerRecord) -> float | None:
@@ -84,10 +120,13 @@ def compare_models(
     scored_tasks: Sequence[str] = (),
 ) -> list[ModelComparison]:
     """Each candidate against the baseline over the cases both answered (outcome passed or
-    failed), stratified by task: on all-pass over every task, then on the checker score over
-    ``scored_tasks`` (the tasks with checks) when the run has any of them."""
+    failed), stratified by task, each case a cluster of its repeats: on all-pass over every
+    task, then on the checker score over ``scored_tasks`` (the tasks with checks) when the
+    run has any of them."""
     baseline = models[0]
-    by_key = {(r.task, r.case, r.model): r for r in records}
+    by_key: dict[tuple[str, str, str], dict[int, AnswerRecord]] = {}
+    for r in records:
+        by_key.setdefault((r.task, r.case, r.model), {})[r.repeat] = r
     cases = sorted({(r.task, r.case) for r in records})
     scored = sorted({(task, case) for task, case in cases if task in set(scored_tasks)})
     result = []
@@ -103,7 +142,7 @@ def compare_models(
 
 
 def _compare(
-    by_key: dict[tuple[str, str, str], AnswerRecord],
+    by_key: dict[tuple[str, str, str], dict[int, AnswerRecord]],
     cases: Sequence[tuple[str, str]],
     baseline: str,
     candidate: str,
@@ -111,18 +150,26 @@ def _compare(
     score: Callable[[AnswerRecord], float | None],
     seed_text: str,
 ) -> ModelComparison:
+    """A case's repeats are paired by repeat index; a repeat either side has no score for is
+    left out of the case, and a case with none left is excluded (counted)."""
     paired: list[PairedCase] = []
     answers: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]] = {}
     excluded = 0
     for task, case in cases:
-        a, b = by_key.get((task, case, baseline)), by_key.get((task, case, candidate))
-        a_score = None if a is None else score(a)
-        b_score = None if b is None else score(b)
-        if a is None or b is None or a_score is None or b_score is None:
+        mine = by_key.get((task, case, candidate), {})
+        theirs = by_key.get((task, case, baseline), {})
+        a_scores: list[float] = []
+        b_scores: list[float] = []
+        for repeat in sorted(set(mine) & set(theirs)):
+            a, b = score(theirs[repeat]), score(mine[repeat])
+            if a is not None and b is not None:
+                a_scores.append(a)
+                b_scores.append(b)
+                answers.setdefault((task, case), (theirs[repeat], mine[repeat]))
+        if not a_scores:
             excluded += 1
             continue
-        paired.append(PairedCase(task, case, (a_score,), (b_score,)))
-        answers[(task, case)] = (a, b)
+        paired.append(PairedCase(task, case, tuple(a_scores), tuple(b_scores)))
     comparison = compare_paired(
         paired,
         seed=seed_from(seed_text, "paired", candidate, metric),

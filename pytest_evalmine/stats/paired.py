@@ -1,14 +1,18 @@
-"""Paired comparison of two versions on the same cases (spec: "Statistics"): the per-case
-delta B - A with a clustered, stratified interval, exact McNemar on pass/fail, and which
-cases got worse or better. Over plain score sequences; the caller says what a score is."""
+"""Paired comparison of two versions on the same cases (spec: "Statistics", "Paired
+comparison"): the per-case delta B - A with a clustered, stratified interval, exact McNemar
+on pass/fail, which cases got worse or better, and the noise floor from repeats. Over plain
+score sequences; the caller says what a score is."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from .estimators import Interval, interval_dict, mean
+from .proportions import normal_quantile
 from .resample import RESAMPLES, Cluster, mean_interval
 
 
@@ -71,6 +75,28 @@ class PairedComparison:
     worse: tuple[PairedCase, ...]  # B below A, largest drop first
     better: tuple[PairedCase, ...]  # B above A, largest gain first
     mcnemar: McNemar | None
+    # Each side's noise floor (``noise_floor``), None without a case of two repeats.
+    floor_a: float | None = None
+    floor_b: float | None = None
+
+    @property
+    def noise_floor(self) -> float | None:
+        """The comparison's floor: the noisier side's."""
+        known = [f for f in (self.floor_a, self.floor_b) if f is not None]
+        return max(known) if known else None
+
+    @property
+    def beyond_noise(self) -> bool | None:
+        """True when the interval lies on one side of 0 and the delta exceeds the floor on
+        that side; None when the floor is unknown (no repeats) or nothing was compared."""
+        floor = self.noise_floor
+        if floor is None or self.delta is None or self.interval is None:
+            return None
+        if self.interval.low > 0:
+            return self.delta > floor
+        if self.interval.high < 0:
+            return -self.delta > floor
+        return False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -84,7 +110,26 @@ class PairedComparison:
             "better": len(self.better),
             "same": self.cases - len(self.worse) - len(self.better),
             "mcnemar": self.mcnemar.to_dict() if self.mcnemar else None,
+            "noise_floor": {
+                "baseline": self.floor_a,
+                "candidate": self.floor_b,
+                "floor": self.noise_floor,
+            },
+            "beyond_noise": self.beyond_noise,
         }
+
+
+def noise_floor(repeats: Sequence[Sequence[float]]) -> float | None:
+    """How far two single runs of one model on these cases drift apart by chance: the 95 %
+    half-width z sqrt(2 W / n) of the difference of two runs' mean scores, where W is the
+    mean over the n cases with two or more scores of their sample variance (ddof 1) over
+    the repeats. With two repeats per case this is z sqrt(mean(d^2) / n), d the per-case
+    difference between the repeats: the repeat-vs-repeat paired delta's half-width. None
+    when no case has two scores."""
+    variances = [statistics.variance(scores) for scores in repeats if len(scores) >= 2]
+    if not variances:
+        return None
+    return normal_quantile() * math.sqrt(2 * sum(variances) / len(variances) / len(variances))
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> McNemar:
@@ -138,6 +183,8 @@ def compare_paired(
         )
         if cases and with_mcnemar
         else None,
+        floor_a=noise_floor([case.a for case in cases]),
+        floor_b=noise_floor([case.b for case in cases]),
     )
 
 
