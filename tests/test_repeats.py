@@ -277,3 +277,19 @@ def test_repeat_from_the_ini_file(pytester: pytest.Pytester) -> None:
     pytester.makeini("[pytest]\nevalmine_repeat = 2\n")
     collected = pytester.runpytest("--collect-only", "-q")
     assert sum("::" in line for line in collected.stdout.lines) == 12
+
+
+def test_binary_judges_see_repeat_0_only(pytester: pytest.Pytester) -> None:
+    from .test_binary_judges import BINARY_SUITE
+
+    pytester.makefile(".eval.yaml", binary=BINARY_SUITE)
+    refused = pytester.runpytest(
+        "--evalmine-fake", "--evalmine-repeat=3", "--evalmine-max-cost=0.000001"
+    )
+    assert refused.ret == exitcodes.REFUSED_BEFORE_SPENDING
+    # 8 cases x 3 repeats answered; 8 first answers x 2 criteria judged
+    refused.stdout.fnmatch_lines(["*24 uncached answer call(s) and 16 judge call(s)*"])
+    assert pytester.runpytest("--evalmine-fake", "--evalmine-repeat=3").ret == 0
+    report = latest_report(pytester.path, "binary")
+    assert report["calls"] == {"made": 24, "cached": 0}
+    assert report["binary_judges"]["calls"] == {"made": 16, "cached": 0}
