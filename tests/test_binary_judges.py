@@ -356,6 +356,9 @@ def test_a_run_judges_every_answer_on_every_criterion(pytester: pytest.Pytester)
     text = "\n".join(result.outlines)
     assert "Binary judges (PASS/FAIL per criterion)" in text
     assert "read once in this run" in text
+    section = text.split("-- Binary judges")[1].split("-- Scorecard --")[0]
+    assert all(len(line) <= 80 for line in section.splitlines())
+    assert "PASS recall" in section and "FAIL recall" in section
     markdown = (newest_run_dir(pytester.path, "binary") / "report.md").read_text()
     assert "## Binary judges (PASS/FAIL per criterion)" in markdown
     assert "| model | task | criterion | pass rate | corrected (Rogan-Gladen) |" in markdown

@@ -143,12 +143,13 @@ def _with_flag(text: str, eligible: bool) -> str:
     return text if eligible or text == "-" else f"{text}{DAGGER} UNCALIBRATED"
 
 
-def _recalls(calibration: CriterionCalibration) -> str:
+def _recalls(calibration: CriterionCalibration) -> tuple[str, str, str]:
+    """PASS recall, FAIL recall (each with n and its interval) and Youden's index."""
     youden = calibration.youden
     return (
-        f"PASS recall {proportion_text(calibration.pass_recall)}; FAIL recall "
-        f"{proportion_text(calibration.fail_recall)}; Youden "
-        f"{'-' if youden is None else f'{youden:.2f}'}"
+        proportion_text(calibration.pass_recall),
+        proportion_text(calibration.fail_recall),
+        "-" if youden is None else f"{youden:.2f}",
     )
 
 
@@ -205,13 +206,21 @@ def binary_section(binary: BinaryJudging) -> Section:
     )
     section.tables.append(
         (
-            ("task", "criterion", "test labels (dev)", "judge vs your labels", "eligible"),
+            (
+                "task",
+                "criterion",
+                "test labels (dev)",
+                "PASS recall",
+                "FAIL recall",
+                "Youden",
+                "eligible",
+            ),
             [
                 (
                     c.task,
                     c.criterion,
                     f"{c.test_labels} ({c.dev_labels})",
-                    _recalls(c),
+                    *_recalls(c),
                     "yes" if c.eligible else f"{DAGGER} no",
                 )
                 for c in binary.calibrations
