@@ -365,6 +365,9 @@ def test_a_run_judges_every_answer_on_every_criterion(pytester: pytest.Pytester)
     # on-topic has no labels: flagged wherever it is shown
     assert rows["on-topic"]["flag"] == "UNCALIBRATED"
     assert "\u2020 reply/on-topic not eligible" in markdown
+    page = (newest_run_dir(pytester.path, "binary") / "report.html").read_text()
+    assert '<section id="binary-judges"><h2>Binary judges (PASS/FAIL per criterion)</h2>' in page
+    assert "corrected (Rogan-Gladen)" in page and "reply/on-topic not eligible" in page
 
 
 def test_judge_calls_are_estimated_cached_and_refused_over_the_cap(
@@ -435,3 +438,14 @@ def test_a_replay_needs_no_call_and_a_stored_run_renders_again(
     assert main(["report", "--rootdir", str(pytester.path), run_dir.name]) == 0
     assert (run_dir / "report.md").read_text() == before
     assert "## Binary judges (PASS/FAIL per criterion)" in before
+
+
+def test_two_xdist_workers_give_the_same_verdicts(pytester: pytest.Pytester) -> None:
+    write_suite(pytester.path, BINARY_SUITE, "binary.eval.yaml")
+    assert pytester.runpytest_subprocess("--evalmine-fake", "-n", "2").ret == 0
+    parallel = _report(pytester.path)["binary_judges"]
+    assert parallel["calls"] == {"made": 16, "cached": 0}
+    assert pytester.runpytest("--evalmine-fake", "--evalmine-no-cache").ret == 0
+    single = _report(pytester.path)["binary_judges"]
+    assert single["criteria"] == parallel["criteria"]
+    assert single["calibration"] == parallel["calibration"]

@@ -19,7 +19,7 @@ from ..judging.headline import DAGGER
 from ..suite.loader import DEFAULT_MIN_LABELS
 from .labelling import KIND_TAGS, a_side, is_judged, label_fields, label_next, pair_id
 from .render import milliseconds, money
-from .sections import Section, changes_section, number, percent
+from .sections import Section, binary_section, changes_section, number, percent
 
 CATEGORIES = ("baseline", "tie", "candidate")
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -61,6 +61,11 @@ def render_html(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> str:
     ]
     if headline:
         parts += [_calibration(headline), _win_rates(headline)]
+    if report.get("binary_judges"):
+        parts.append(_section_html(binary_section(report["binary_judges"]), "binary-judges"))
+    elif report.get("binary_judges_note"):
+        note = Section("Binary judges (PASS/FAIL per criterion)", [report["binary_judges_note"]])
+        parts.append(_section_html(note, "binary-judges"))
     parts.append(_scorecard(report))
     if headline:
         parts.append(_exclusions(headline))

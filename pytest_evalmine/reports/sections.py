@@ -11,13 +11,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..judging.binary import TEST_FRACTION, BinaryJudging, CriterionCalibration
 from ..judging.calibration import Calibration
 from ..judging.gate import GateResult
 from ..judging.headline import DAGGER, Headline
 from ..judging.winrate import WinRate
 from ..scoring.paired import ALL_PASS, SCORE, ModelComparison
 from ..stats.estimators import Interval
+from ..stats.proportions import Proportion
 from .labelling import label_next
 from .render import HEADERS, money, proportion_text, scorecard_rows
 from .scorecard import TaskScore
@@ -143,43 +143,47 @@ def _with_flag(text: str, eligible: bool) -> str:
     return text if eligible or text == "-" else f"{text}{DAGGER} UNCALIBRATED"
 
 
-def _recalls(calibration: CriterionCalibration) -> tuple[str, str, str]:
-    """PASS recall, FAIL recall (each with n and its interval) and Youden's index."""
-    youden = calibration.youden
-    return (
-        proportion_text(calibration.pass_recall),
-        proportion_text(calibration.fail_recall),
-        "-" if youden is None else f"{youden:.2f}",
-    )
+def _rate(stored: dict[str, Any]) -> str:
+    """A report.json rate (``{successes, n, ...}``) as ``9/10 90% [60-98%]``."""
+    return proportion_text(Proportion(stored["successes"], stored["n"]))
 
 
-def binary_section(binary: BinaryJudging) -> Section:
-    """All-pass over criteria per model, each criterion's pass rate raw and corrected, and
-    each criterion's judge against the test-split labels; a number resting on a judge that is
-    not eligible carries the dagger."""
+def _corrected(stored: dict[str, Any] | None) -> str:
+    if stored is None:
+        return "-"
+    interval = stored["interval"]
+    return f"{percent(stored['rate'])} [{percent(interval['low'])}, {percent(interval['high'])}]"
+
+
+def binary_section(binary: dict[str, Any]) -> Section:
+    """report.json's ``binary_judges`` (so a stored run's page renders it too): all-pass over
+    criteria per model, each criterion's pass rate raw and corrected, and each criterion's
+    judge against the test-split labels; a number resting on a judge that is not eligible
+    carries the dagger."""
     section = Section("Binary judges (PASS/FAIL per criterion)")
-    calls = f"{binary.calls_made()} made, {binary.calls_cached()} cached"
-    missing = {
-        status: count
-        for status, count in binary.to_dict()["verdicts"]["by_status"].items()
-        if status != "ok"
-    }
+    calls = binary["calls"]
+    verdicts = binary["verdicts"]
+    missing = [f"{k} {v}" for k, v in verdicts["by_status"].items() if k != "ok"]
     section.lines.append(
-        f"judge {binary.judge['model']}: {len(binary.verdicts)} verdicts ({calls})"
-        + ("; no verdict: " + ", ".join(f"{k} {v}" for k, v in missing.items()) if missing else "")
+        f"judge {binary['judge']['model']}: {verdicts['total']} verdicts ({calls['made']} made, "
+        f"{calls['cached']} cached)" + ("; no verdict: " + ", ".join(missing) if missing else "")
     )
     section.lines.append(
-        f"human labels: the test split ({TEST_FRACTION:.0%} of cases, by a hash of task and "
-        "case id) was read once in this run; dev-split labels never enter these numbers; "
-        f"a criterion is eligible with >= {binary.min_labels_per_class} test labels of each "
-        f"class and each recall's lower bound >= {binary.min_recall:.2f}"
+        f"human labels: the test split ({binary['test_split']['fraction']:.0%} of cases, by a "
+        "hash of task and case id) was read once in this run; dev-split labels never enter "
+        f"these numbers; a criterion is eligible with >= {binary['min_labels_per_class']} test "
+        f"labels of each class and each recall's lower bound >= {binary['min_recall']:.2f}"
     )
     section.tables.append(
         (
             ("model", "all criteria pass", "answers without every verdict"),
             [
-                (r.model, _with_flag(proportion_text(r.rate), r.eligible), str(r.incomplete))
-                for r in binary.all_pass
+                (
+                    r["model"],
+                    _with_flag(_rate(r["all_pass"]), r["eligible"]),
+                    str(r["incomplete_answers"]),
+                )
+                for r in binary["all_pass"]
             ],
         )
     )
@@ -188,19 +192,13 @@ def binary_section(binary: BinaryJudging) -> Section:
             ("model", "task", "criterion", "pass rate", "corrected (Rogan-Gladen)"),
             [
                 (
-                    row.model,
-                    row.task,
-                    row.criterion,
-                    _with_flag(proportion_text(row.pass_rate), row.eligible),
-                    _with_flag(
-                        f"{percent(row.corrected.value)} [{percent(row.corrected.interval.low)}, "
-                        f"{percent(row.corrected.interval.high)}]"
-                        if row.corrected
-                        else "-",
-                        row.eligible,
-                    ),
+                    r["model"],
+                    r["task"],
+                    r["criterion"],
+                    _with_flag(_rate(r["pass_rate"]), r["eligible"]),
+                    _with_flag(_corrected(r["corrected"]), r["eligible"]),
                 )
-                for row in binary.rates
+                for r in binary["criteria"]
             ],
         )
     )
@@ -217,20 +215,22 @@ def binary_section(binary: BinaryJudging) -> Section:
             ),
             [
                 (
-                    c.task,
-                    c.criterion,
-                    f"{c.test_labels} ({c.dev_labels})",
-                    *_recalls(c),
-                    "yes" if c.eligible else f"{DAGGER} no",
+                    c["task"],
+                    c["criterion"],
+                    f"{c['test_labels']} ({c['dev_labels']})",
+                    _rate(c["pass_recall"]),
+                    _rate(c["fail_recall"]),
+                    number(c["youden"]),
+                    "yes" if c["eligible"] else f"{DAGGER} no",
                 )
-                for c in binary.calibrations
+                for c in binary["calibration"]
             ],
         )
     )
     section.footer += [
-        f"{DAGGER} {c.task}/{c.criterion} not eligible: " + "; ".join(c.reasons)
-        for c in binary.calibrations
-        if not c.eligible
+        f"{DAGGER} {c['task']}/{c['criterion']} not eligible: " + "; ".join(c["ineligible_reasons"])
+        for c in binary["calibration"]
+        if not c["eligible"]
     ]
     return section
 
@@ -527,7 +527,7 @@ def report_sections(summary: RunSummary) -> list[Section]:
     elif summary.judge_note:
         sections.append(Section("Judge", lines=[summary.judge_note]))
     if summary.binary is not None:
-        sections.append(binary_section(summary.binary))
+        sections.append(binary_section(summary.binary.to_dict()))
     elif summary.binary_note:
         sections.append(Section("Binary judges (PASS/FAIL per criterion)", [summary.binary_note]))
     if summary.gate is not None:
