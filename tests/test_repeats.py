@@ -293,3 +293,20 @@ def test_binary_judges_see_repeat_0_only(pytester: pytest.Pytester) -> None:
     report = latest_report(pytester.path, "binary")
     assert report["calls"] == {"made": 24, "cached": 0}
     assert report["binary_judges"]["calls"] == {"made": 16, "cached": 0}
+
+
+def test_one_model_with_repeats_shows_its_noise_floor(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".eval.yaml", small=SMALL_SUITE)
+    result = pytester.runpytest(
+        "--evalmine-fake",
+        "--evalmine-models=fake/alpha",
+        "--evalmine-repeat=2",
+        "--evalmine-fake-fault=schema_violation,count=1",
+    )
+    rows = {row["task"]: row for row in latest_report(pytester.path)["scores"]}
+    # One triage case scores 0 and 1 over its repeats, every other case 1 and 1.
+    assert rows["triage"]["noise_floor"] == pytest.approx(Z * math.sqrt(2 * (0.5 / 2) / 2))
+    assert rows[None]["noise_floor"] == pytest.approx(Z * math.sqrt(2 * (0.5 / 3) / 3))
+    assert rows["polite"]["noise_floor"] == 0.0
+    out = result.stdout.str()
+    assert "noise floor" in out and "98.0 pts" in out and "65.3 pts" in out

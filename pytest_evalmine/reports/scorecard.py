@@ -8,6 +8,7 @@ from typing import Any
 
 from ..run.records import ERROR, FAILED, NOT_RUN_BUDGET, PASSED, REPLAY_MISS, AnswerRecord
 from ..stats.estimators import Interval, interval_dict, mean, percentile, seed_from
+from ..stats.paired import noise_floor
 from ..stats.proportions import Proportion, wilson_interval
 from ..stats.resample import Cluster, mean_interval
 
@@ -139,6 +140,8 @@ class TaskScore:
     mean_score: float | None
     score_interval: Interval | None
     not_scored: int
+    # How far two runs of the model drift apart on the mean score by chance (from repeats).
+    noise_floor: float | None = None
 
     @property
     def pass_rate(self) -> float | None:
@@ -155,16 +158,17 @@ class TaskScore:
             "mean_score": self.mean_score,
             "score_interval": interval_dict(self.score_interval),
             "not_scored": self.not_scored,
+            "noise_floor": self.noise_floor,
         }
 
 
-def case_clusters(scored: Sequence[AnswerRecord]) -> list[Cluster]:
-    """One cluster per task x case: the sum of its repeats' scores and their number."""
-    totals: dict[tuple[str, str], list[float]] = {}
+def scores_by_case(scored: Sequence[AnswerRecord]) -> dict[tuple[str, str], list[float]]:
+    """Each task x case's scores over its repeats."""
+    by_case: dict[tuple[str, str], list[float]] = {}
     for r in scored:
         if r.score is not None:
-            totals.setdefault((r.task, r.case), []).append(r.score)
-    return [Cluster(task, sum(s), len(s)) for (task, _), s in totals.items()]
+            by_case.setdefault((r.task, r.case), []).append(r.score)
+    return by_case
 
 
 def task_scores(
@@ -186,8 +190,9 @@ def task_scores(
             # task's share (strata). The seed names the tasks covered, so with one task both
             # rows are the same draw.
             covered = sorted({r.task for r in scored})
+            by_case = scores_by_case(scored)
             interval = mean_interval(
-                case_clusters(scored),
+                [Cluster(task, sum(s), len(s)) for (task, _), s in by_case.items()],
                 low_end=0.0,
                 high_end=1.0,
                 seed=seed_from(seed_text, "score", model, *covered),
@@ -202,6 +207,7 @@ def task_scores(
                     mean_score=mean(scores),
                     score_interval=interval,
                     not_scored=len(chosen) - len(scored),
+                    noise_floor=noise_floor(list(by_case.values())),
                 )
             )
     return rows

@@ -493,7 +493,14 @@ def scores_section(summary: RunSummary) -> Section:
         )
         for row in summary.task_scores
     ]
-    section.tables.append((("model", "task", "n", "pass rate", "mean score"), rows))
+    headers: tuple[str, ...] = ("model", "task", "n", "pass rate", "mean score")
+    if summary.repeats > 1:
+        headers += ("noise floor",)
+        rows = [
+            (*cells, "-" if row.noise_floor is None else f"{100 * row.noise_floor:.1f} pts")
+            for cells, row in zip(rows, summary.task_scores, strict=True)
+        ]
+    section.tables.append((headers, rows))
     unscored = sum(row.not_scored for row in summary.task_scores if row.task is None)
     if unscored:
         section.footer.append(f"not scored (no answer, or a check raised): {unscored} item(s)")
