@@ -4,6 +4,7 @@ comparison from answer records."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -187,6 +188,14 @@ def test_a_regression_blocks_the_run_with_exit_13(pytester: pytest.Pytester) -> 
     assert (paired["worse"], paired["better"], paired["same"]) == (14, 0, 1)
     assert len(paired["worse_examples"]) == 3  # the first three, by task and case
     assert paired["mcnemar"]["a_only"] == 14 and paired["mcnemar"]["p_value"] < 0.001
+    # The page says what the terminal says, from report.json alone (also for a stored run).
+    page = html.unescape(
+        (pytester.path / "reports" / "small" / report["run_id"] / "report.html").read_text()
+    )
+    (heading,) = [line for line in out.splitlines() if line.startswith("-- Release gate: ")]
+    assert f'<section id="gate"><h2>{heading.strip("- ")}</h2>' in page
+    assert f"verdict: {paired['verdict']}</p>" in page
+    assert "worse (all_pass): " in page  # the examples
 
 
 def test_three_cases_cannot_tell_and_keep_pytests_exit_code(

@@ -19,7 +19,15 @@ from ..judging.headline import DAGGER
 from ..suite.loader import DEFAULT_MIN_LABELS
 from .labelling import KIND_TAGS, a_side, is_judged, label_fields, label_next, pair_id
 from .render import milliseconds, money
-from .sections import Section, binary_section, changes_section, number, percent
+from .sections import (
+    Section,
+    binary_section,
+    changes_section,
+    gate_section,
+    number,
+    paired_section,
+    percent,
+)
 
 CATEGORIES = ("baseline", "tie", "candidate")
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
@@ -59,6 +67,8 @@ def render_html(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> str:
         f"{_e(', '.join(report.get('models') or []))} (baseline first); created "
         f"{_e(report.get('created_utc', ''))}.</p>",
     ]
+    if report.get("gate"):
+        parts.append(_section_html(gate_section(report["gate"]), "gate"))
     if headline:
         parts += [_calibration(headline), _win_rates(headline)]
     if report.get("binary_judges"):
@@ -67,6 +77,8 @@ def render_html(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> str:
         note = Section("Binary judges (PASS/FAIL per criterion)", [report["binary_judges_note"]])
         parts.append(_section_html(note, "binary-judges"))
     parts.append(_scorecard(report))
+    if report.get("paired"):
+        parts.append(_section_html(paired_section(report["paired"]), "paired"))
     if headline:
         parts.append(_exclusions(headline))
     if report.get("changes"):

@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..judging.calibration import Calibration
-from ..judging.gate import GateResult
 from ..judging.headline import DAGGER, Headline
 from ..judging.winrate import WinRate
-from ..scoring.paired import ALL_PASS, SCORE, ModelComparison
+from ..scoring.paired import ALL_PASS, SCORE
 from ..stats.estimators import Interval
 from ..stats.proportions import Proportion
 from .labelling import label_next
@@ -244,49 +243,55 @@ def _answer(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def gate_section(gate: GateResult) -> Section:
-    config = gate.config
+def gate_section(gate: dict[str, Any]) -> Section:
+    """From report.json's ``gate``, so report.html of a stored run says the same."""
     section = Section(
-        f"Release gate: {gate.verdict.upper()} ({config.metric} delta, indifference "
-        f"{config.indifference:g} pts, minor regression {config.minor_regression:g} pts)"
+        f"Release gate: {str(gate.get('verdict', '?')).upper()} ({gate.get('metric')} delta, "
+        f"indifference {gate.get('indifference_points', 0):g} pts, minor regression "
+        f"{gate.get('minor_regression_points', 0):g} pts)"
     )
-    for row in gate.rows:
-        m = row.measurement
-        interval = f" [{_points(m.interval.low)}, {_points(m.interval.high)}]" if m.interval else ""
+    for row in gate.get("candidates") or []:
+        interval = row.get("interval_points")
+        shown = f" [{_points(interval['low'])}, {_points(interval['high'])}]" if interval else ""
         section.lines.append(
-            f"{m.candidate}: {_points(m.delta)} pts{interval} -> {row.verdict.upper()}: "
-            f"{row.reason}"
+            f"{row.get('candidate')}: {_points(row.get('delta_points'))} pts{shown} -> "
+            f"{str(row.get('verdict', '?')).upper()}: {row.get('reason', '')}"
         )
     return section
 
 
-def paired_section(comparisons: Sequence[ModelComparison]) -> Section:
+def paired_section(comparisons: Sequence[dict[str, Any]]) -> Section:
+    """From report.json's ``paired`` entries, so report.html of a stored run says the same."""
     section = Section("Paired comparison (per case, stratified by task)")
     for c in comparisons:
-        p = c.comparison
-        what = PAIRED_METRICS.get(c.metric, c.metric)
-        if p.delta is None or p.interval is None:
-            section.lines.append(f"{c.candidate}, {what}: no case answered by both models")
+        what = PAIRED_METRICS.get(c.get("metric", ""), c.get("metric"))
+        candidate, baseline = c.get("candidate"), c.get("baseline")
+        delta, interval = c.get("delta"), c.get("interval")
+        if delta is None or interval is None:
+            section.lines.append(f"{candidate}, {what}: no case answered by both models")
             continue
-        mcnemar = (
-            f"; McNemar exact p {p.mcnemar.p_value:.3g}, mid-p {p.mcnemar.mid_p_value:.3g}"
-            if p.mcnemar
+        mcnemar = c.get("mcnemar")
+        tested = (
+            f"; McNemar exact p {mcnemar['p_value']:.3g}, mid-p {mcnemar['mid_p_value']:.3g}"
+            if mcnemar
             else ""
         )
+        excluded = c.get("excluded_cases") or 0
         section.lines.append(
-            f"{c.candidate} vs {c.baseline}, {what}: {percent(p.mean_b)} vs "
-            f"{percent(p.mean_a)}, delta {_points(100 * p.delta)} pts "
-            f"[{_points(100 * p.interval.low)}, {_points(100 * p.interval.high)}] over "
-            f"{p.cases} cases; worse {len(p.worse)}, better {len(p.better)}, same "
-            f"{p.cases - len(p.worse) - len(p.better)}{mcnemar}"
-            + (f"; {c.excluded} cases without both answers left out" if c.excluded else "")
+            f"{candidate} vs {baseline}, {what}: {percent(c.get('mean_b'))} vs "
+            f"{percent(c.get('mean_a'))}, delta {_points(100 * delta)} pts "
+            f"[{_points(100 * interval['low'])}, {_points(100 * interval['high'])}] over "
+            f"{c.get('cases')} cases; worse {c.get('worse')}, better {c.get('better')}, same "
+            f"{c.get('same')}{tested}"
+            + (f"; {excluded} cases without both answers left out" if excluded else "")
         )
-        section.lines.append(f"verdict: {c.verdict}")
-        for label, examples in (("worse", c.worse), ("better", c.better)):
-            for e in examples:
+        section.lines.append(f"verdict: {c.get('verdict')}")
+        for label in ("worse", "better"):
+            for e in c.get(f"{label}_examples") or []:
                 section.detail_lines.append(
-                    f"{label} ({c.metric}): {e.task}/{e.case}: {c.baseline} "
-                    f"{_answer(e.baseline_answer)} | {c.candidate} {_answer(e.candidate_answer)}"
+                    f"{label} ({c.get('metric')}): {e.get('task')}/{e.get('case')}: {baseline} "
+                    f"{_answer(e.get('baseline_answer'))} | {candidate} "
+                    f"{_answer(e.get('candidate_answer'))}"
                 )
     return section
 
@@ -538,7 +543,7 @@ def report_sections(summary: RunSummary) -> list[Section]:
     elif summary.binary_note:
         sections.append(Section("Binary judges (PASS/FAIL per criterion)", [summary.binary_note]))
     if summary.gate is not None:
-        sections.append(gate_section(summary.gate))
+        sections.append(gate_section(summary.gate.to_dict()))
     sections.append(scorecard_section(summary))
     if headline is not None:
         sections += [
@@ -547,7 +552,7 @@ def report_sections(summary: RunSummary) -> list[Section]:
             label_next_section(headline),
         ]
     if len(summary.models) > 1:
-        sections.append(paired_section(summary.paired))
+        sections.append(paired_section([c.to_dict() for c in summary.paired]))
     if summary.changes is not None:
         sections.append(changes_section(summary.changes))
     return sections
