@@ -266,15 +266,15 @@ def test_baseline_is_the_first_model() -> None:
 
 def test_schema_rates_split_native_and_prompted() -> None:
     base, cand = scores().values()
-    assert base.schema_native == Rate(2, 4)
-    assert base.schema_prompted == Rate(0, 0)
+    assert (base.schema_native.passed, base.schema_native.n) == (2, 4)
+    assert (base.schema_prompted.passed, base.schema_prompted.n) == (0, 0)
     assert base.schema_native.value == pytest.approx(0.5)
     assert base.schema_prompted.value is None
-    assert cand.schema_native == Rate(0, 0)
-    assert cand.schema_prompted == Rate(1, 4)
+    assert (cand.schema_native.passed, cand.schema_native.n) == (0, 0)
+    assert (cand.schema_prompted.passed, cand.schema_prompted.n) == (1, 4)
     assert cand.schema_prompted.value == pytest.approx(0.25)
-    assert base.schema_all == Rate(2, 4)
-    assert cand.schema_all == Rate(1, 4)
+    assert (base.schema_all.passed, base.schema_all.n) == (2, 4)
+    assert (cand.schema_all.passed, cand.schema_all.n) == (1, 4)
 
 
 def test_schema_all_adds_both_modes() -> None:
@@ -284,9 +284,9 @@ def test_schema_all_adds_both_modes() -> None:
         record(BASE, PASSED, "c", schema_mode="prompted", checks=checks(schema=True)),
     ]
     (score,) = score_models(records, [BASE])
-    assert score.schema_native == Rate(1, 1)
-    assert score.schema_prompted == Rate(1, 2)
-    assert score.schema_all == Rate(2, 3)
+    assert (score.schema_native.passed, score.schema_native.n) == (1, 1)
+    assert (score.schema_prompted.passed, score.schema_prompted.n) == (1, 2)
+    assert (score.schema_all.passed, score.schema_all.n) == (2, 3)
 
 
 def test_latency_only_over_answered_records() -> None:

@@ -3,6 +3,7 @@ and overall, with n (spec: "Scores"); the scorecard's per-task score column."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
@@ -47,9 +48,13 @@ def test_wilson_without_items() -> None:
     assert wilson_interval(0, 0) is None
 
 
+# Distinct case ids: answers of one case are repeats, whose intervals are clustered.
+CASE_NUMBERS = itertools.count()
+
+
 def rec(model: str, task: str, outcome: str, score: float | None) -> AnswerRecord:
     return AnswerRecord(
-        suite="s", suite_file="s", task=task, kind="answer", case=f"c{id(object())}",
+        suite="s", suite_file="s", task=task, kind="answer", case=f"c{next(CASE_NUMBERS)}",
         model=model, outcome=outcome, score=score,
     )  # fmt: skip
 

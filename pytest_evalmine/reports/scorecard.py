@@ -2,39 +2,62 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..run.records import ERROR, FAILED, NOT_RUN_BUDGET, PASSED, REPLAY_MISS, AnswerRecord
 from ..stats.estimators import Interval, interval_dict, mean, percentile, seed_from
 from ..stats.paired import noise_floor
-from ..stats.proportions import Proportion, wilson_interval
+from ..stats.proportions import Proportion
 from ..stats.resample import Cluster, mean_interval
 
 
 @dataclass(frozen=True)
 class Rate:
-    """passed / n with its Wilson interval (spec: "Statistics")."""
+    """passed / n with its Wilson interval (spec: "Statistics"); with repeats, the clustered
+    Wilson interval over each case's answers."""
 
     passed: int
     n: int
+    clusters: tuple[tuple[int, int], ...] = ()  # (passed, answers) per task x case
 
     @property
     def proportion(self) -> Proportion:
-        return Proportion(self.passed, self.n)
+        return Proportion(self.passed, self.n, self.clusters)
 
     @property
     def value(self) -> float | None:
         return self.proportion.value
 
     def to_dict(self) -> dict[str, Any]:
+        proportion = self.proportion.to_dict()
         return {
             "passed": self.passed,
             "n": self.n,
             "rate": self.value,
-            "interval": interval_dict(self.proportion.interval),
+            "interval": proportion["interval"],
+            **({"effective_n": proportion["effective_n"]} if "effective_n" in proportion else {}),
         }
+
+    def __add__(self, other: Rate) -> Rate:
+        return Rate(self.passed + other.passed, self.n + other.n, self.clusters + other.clusters)
+
+
+def rate_over(
+    records: Sequence[AnswerRecord], passed: Callable[[AnswerRecord], bool | None]
+) -> Rate:
+    """The rate of ``passed`` over the records where it is not None, the answers of one task
+    x case (its repeats) grouped together."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for record in records:
+        verdict = passed(record)
+        if verdict is not None:
+            group = groups.setdefault((record.task, record.case), [0, 0])
+            group[0] += verdict
+            group[1] += 1
+    clusters = tuple((group[0], group[1]) for group in groups.values())
+    return Rate(sum(c[0] for c in clusters), sum(c[1] for c in clusters), clusters)
 
 
 @dataclass(frozen=True)
@@ -61,10 +84,7 @@ class ModelScore:
 
     @property
     def schema_all(self) -> Rate:
-        return Rate(
-            self.schema_native.passed + self.schema_prompted.passed,
-            self.schema_native.n + self.schema_prompted.n,
-        )
+        return self.schema_native + self.schema_prompted
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -96,7 +116,7 @@ def score_models(records: Sequence[AnswerRecord], models: Sequence[str]) -> list
                 replay_miss=sum(r.outcome == REPLAY_MISS for r in mine),
                 schema_native=_schema_rate(answered, "native"),
                 schema_prompted=_schema_rate(answered, "prompted"),
-                all_pass=Rate(sum(r.outcome == PASSED for r in answered), len(answered)),
+                all_pass=rate_over(answered, lambda r: r.outcome == PASSED),
                 checks=_check_rates(answered),
                 latency_p50_s=percentile(latencies, 0.50),
                 latency_p95_s=percentile(latencies, 0.95),
@@ -112,18 +132,12 @@ def score_models(records: Sequence[AnswerRecord], models: Sequence[str]) -> list
 
 def _schema_rate(answered: Sequence[AnswerRecord], mode: str) -> Rate:
     relevant = [r for r in answered if r.schema_mode == mode]
-    return Rate(sum(r.check_passed("schema") is True for r in relevant), len(relevant))
+    return rate_over(relevant, lambda r: r.check_passed("schema") is True)
 
 
 def _check_rates(answered: Sequence[AnswerRecord]) -> dict[str, Rate]:
     names = sorted({check["name"] for r in answered for check in r.checks})
-    return {
-        name: Rate(
-            sum(r.check_passed(name) is True for r in answered),
-            sum(r.check_passed(name) is not None for r in answered),
-        )
-        for name in names
-    }
+    return {name: rate_over(answered, lambda r, name=name: r.check_passed(name)) for name in names}
 
 
 @dataclass(frozen=True)
@@ -185,7 +199,7 @@ def task_scores(
             chosen = [r for r in mine if task is None or r.task == task]
             scored = [r for r in chosen if r.score is not None]
             scores = [r.score for r in scored if r.score is not None]
-            passed = sum(r.outcome == PASSED for r in scored)
+            passes = rate_over(scored, lambda r: r.outcome == PASSED)
             # Cases are the clusters (a case's repeats together); the overall row keeps each
             # task's share (strata). The seed names the tasks covered, so with one task both
             # rows are the same draw.
@@ -202,8 +216,10 @@ def task_scores(
                     model=model,
                     task=task,
                     n=len(scored),
-                    passed=passed,
-                    pass_interval=wilson_interval(passed, len(scored)),
+                    passed=passes.passed,
+                    pass_interval=rate_over(
+                        scored, lambda r: r.outcome == PASSED
+                    ).proportion.interval,
                     mean_score=mean(scores),
                     score_interval=interval,
                     not_scored=len(chosen) - len(scored),
