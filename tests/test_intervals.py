@@ -255,6 +255,17 @@ def test_mcnemar_agrees_with_statsmodels_and_scipy_on_random_tables() -> None:
             assert ours.mid_p_value == pytest.approx(mid, abs=1e-15)
 
 
+def test_mcnemar_agrees_with_scipy_on_large_tables() -> None:
+    # Thousands of discordant cases: the exact integer tail against scipy's binomial, down to
+    # p-values far below what a double's absolute error would show.
+    for a_only, b_only in ((2400, 2600), (4990, 5010), (3000, 3700), (9000, 1), (700, 700)):
+        ours = mcnemar_exact(a_only, b_only)
+        smaller, n = min(a_only, b_only), a_only + b_only
+        assert ours.p_value == pytest.approx(min(1.0, 2 * binom.cdf(smaller, n, 0.5)), rel=1e-9)
+        mid = ours.p_value - binom.pmf(smaller, n, 0.5)
+        assert ours.mid_p_value == pytest.approx(mid, rel=1e-9, abs=1e-300)
+
+
 def case(task: str, name: str, a: float, b: float) -> PairedCase:
     return PairedCase(task, name, (a,), (b,))
 

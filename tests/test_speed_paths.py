@@ -25,6 +25,7 @@ from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.store import Store
 from pytest_evalmine.suite.loader import _plain_case, _validator, load_suite
 
+from .conftest import SMALL_SUITE
 from .http_server import Reply, running_server
 
 CASE_LINES: list[Any] = [
@@ -147,3 +148,15 @@ def test_a_response_serialises_as_its_dataclass_fields() -> None:
     )
     assert response.to_json() == json.dumps(dataclasses.asdict(response), sort_keys=True)
     assert Response.from_json(response.to_json()) == response
+
+
+def test_a_compared_and_judged_run_never_imports_scipy(pytester: pytest.Pytester) -> None:
+    # scipy.stats is about 80 MB of every run's peak memory; McNemar is exact integers now.
+    pytester.makefile(".eval.yaml", small=SMALL_SUITE + "judge: {model: fake/judge}\n")
+    pytester.makeconftest(
+        "import sys\n"
+        "def pytest_unconfigure():\n"
+        "    print('scipy imported:', 'scipy' in sys.modules)\n"
+    )
+    result = pytester.runpytest_subprocess("--evalmine-fake", "-p", "no:cacheprovider")
+    result.stdout.fnmatch_lines(["*Paired comparison*", "scipy imported: False"])
