@@ -76,7 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except (ValueError, EvalmineError) as exc:
         raise pytest.UsageError(str(exc)) from None
     config.pluginmanager.register(Reporter(config), "evalmine-reporter")
-    if config.pluginmanager.hasplugin("html"):
+    if _html_report_requested(config):
         from .htmlhooks import HtmlHooks
 
         config.pluginmanager.register(HtmlHooks(config, FINISHED_KEY), "evalmine-html")
@@ -85,6 +85,13 @@ def pytest_configure(config: pytest.Config) -> None:
         "evalmine(suite, task, kind, model, provider): a suite item; select with e.g. "
         "-m \"evalmine(kind='classify')\" or -m \"evalmine(model='fake/a')\"",
     )
+
+
+def _html_report_requested(config: pytest.Config) -> bool:
+    """pytest-html writes a page (``--html``; xdist workers see the option too). Installed
+    alone it is registered as well, but then an answer's extra would be built for every item
+    (about 0.6 KB each, held to the end) and never shown."""
+    return bool(config.getoption("htmlpath", None)) and config.pluginmanager.hasplugin("html")
 
 
 def _add_builtin_suites(config: pytest.Config, names: list[str]) -> None:
@@ -347,7 +354,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         # The record object itself, held once; it becomes a dict only to cross to the xdist
         # controller (pytest_report_to_serializable).
         setattr(report, RECORD_ATTRIBUTE, record)
-        if item.config.pluginmanager.hasplugin("html"):
+        if _html_report_requested(item.config):
             from .htmlhooks import add_item_extra
 
             add_item_extra(report, record, item.spec.request().prompt)

@@ -25,6 +25,10 @@ KEY_PATTERNS = (
     ("OpenAI", re.compile(r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}")),
     ("Google", re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}")),
 )
+# Every key shape above starts with one of these. A text holding none (nearly every answer
+# and report) skips the expressions: a substring search is some 25 times cheaper than their
+# scan, which was seconds of writing a 10,000-case run's reports.
+KEY_PREFIXES = ("sk-", "AIza")
 
 _loaded: set[str] = set()
 _lock = threading.Lock()
@@ -47,8 +51,9 @@ def redact(text: str, extra: Iterable[str | None] = ()) -> str:
     values.update(v for v in extra if v and len(v) >= MIN_SECRET_CHARS)
     for value in sorted(values, key=len, reverse=True):
         text = text.replace(value, REDACTED)
-    for _provider, pattern in KEY_PATTERNS:
-        text = pattern.sub(REDACTED, text)
+    if any(prefix in text for prefix in KEY_PREFIXES):
+        for _provider, pattern in KEY_PATTERNS:
+            text = pattern.sub(REDACTED, text)
     return text
 
 

@@ -354,6 +354,19 @@ def pytest_html_page(path: Path) -> tuple[str, dict[str, Any]]:
     return summary, json.loads(html_unescape(blob.group(1)))
 
 
+def test_pytest_html_installed_but_not_asked_for_gets_no_extras(
+    pytester: pytest.Pytester,
+) -> None:
+    # Building an answer's extra for every item costs memory to the end of the run; without
+    # --html no page shows them.
+    pytester.makefile(".eval.yaml", judged=JUDGED_SUITE)
+    recorder = pytester.inline_run("--evalmine-fake", "-p", "html")
+    reports = recorder.getreports("pytest_runtest_logreport")
+    assert len([r for r in reports if r.when == "call"]) == 6
+    # (-p html loads pytest-html; the same run with --html gives every call report an extra)
+    assert all(not getattr(r, "extras", None) for r in reports)
+
+
 def test_pytest_html_gets_the_banner_first_wrapped_answers_with_prompts_and_no_empty_log(
     pytester: pytest.Pytester,
 ) -> None:

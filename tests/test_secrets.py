@@ -12,7 +12,7 @@ import pytest
 from pytest_evalmine.adapters.base import AdapterError, Request
 from pytest_evalmine.adapters.http import api_key_from_env
 from pytest_evalmine.adapters.openai import OpenAIAdapter
-from pytest_evalmine.redaction import count_redacted, redact
+from pytest_evalmine.redaction import KEY_PATTERNS, KEY_PREFIXES, count_redacted, redact
 
 from .conftest import SMALL_SUITE, latest_answers, latest_report
 from .http_server import LoopbackServer, Received, Reply, running_server
@@ -132,6 +132,24 @@ def test_redact_prefers_the_longer_value_and_the_count_reads_the_text() -> None:
     assert count_redacted(text, None, "") == 3
     # Values too short to be a key are left alone: they would mangle ordinary answers.
     assert redact("a short abc", ["abc"]) == "a short abc"
+
+
+def test_every_key_shape_starts_with_a_prefix_the_shortcut_looks_for() -> None:
+    # redact() skips the expressions for a text holding no prefix: each shape must have one.
+    for provider, pattern in KEY_PATTERNS:
+        literal = pattern.pattern.removeprefix(r"\b")
+        assert literal.startswith(KEY_PREFIXES), provider
+    shaped = {
+        "Anthropic": "sk-ant-" + "a1" * 10,
+        "OpenAI": "sk-proj-" + "b2" * 12,
+        "Google": "AIza" + "c3" * 18,
+    }
+    for provider, pattern in KEY_PATTERNS:
+        assert pattern.fullmatch(shaped[provider]), provider
+        text = redact("answer " * 1000 + shaped[provider] + " end")
+        assert text.endswith("answer [redacted] end"), provider
+    plain = "answer " * 1000
+    assert redact(plain) is plain
 
 
 # --- the whole run: no file it writes holds a key, answers and errors alike ---------------

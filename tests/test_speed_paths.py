@@ -18,11 +18,13 @@ from pytest_evalmine.adapters.base import Request, Response, Usage
 from pytest_evalmine.adapters.builtin import default_registry
 from pytest_evalmine.adapters.http import ClientHolder
 from pytest_evalmine.judging.judge import judge_request, judge_text_chars
-from pytest_evalmine.judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
+from pytest_evalmine.judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
 from pytest_evalmine.run.dispatch import Dispatcher
 from pytest_evalmine.run.loop import SessionLoop
 from pytest_evalmine.run.prices import load_prices
+from pytest_evalmine.run.records import AnswerRecord
 from pytest_evalmine.run.store import Store
+from pytest_evalmine.scoring.checks import Check
 from pytest_evalmine.suite.loader import _plain_case, _validator, load_suite
 
 from .conftest import SMALL_SUITE
@@ -160,3 +162,32 @@ def test_a_compared_and_judged_run_never_imports_scipy(pytester: pytest.Pytester
     )
     result = pytester.runpytest_subprocess("--evalmine-fake", "-p", "no:cacheprovider")
     result.stdout.fnmatch_lines(["*Paired comparison*", "scipy imported: False"])
+
+
+def test_the_plain_dicts_equal_dataclasses_asdict() -> None:
+    # to_dict skips asdict's deep copy; every field (present and future) must still appear.
+    check = Check("exec", False, "exit 1", 0.0, "exit 0", "exit 1", ({"block": 1, "exit": 1},))
+    assert check.to_dict() == dataclasses.asdict(check)
+    usage = Usage(1, 2, 3, 4, False, "clamped")
+    counts = dataclasses.asdict(usage)
+    del counts["reported"], counts["anomaly"]
+    assert usage.token_counts() == counts
+    record = AnswerRecord(
+        "s", "s.eval.yaml", "t", "answer", "c", "fake/a", "failed", text="x",
+        parsed={"a": [1, {"b": 2}]}, checks=[check.to_dict()], score=0.5, tokens=counts,
+        error="e", key="k", usage_anomaly="clamped",
+    )  # fmt: skip
+    assert record.to_dict() == dataclasses.asdict(record)
+    assert AnswerRecord.from_dict(json.loads(json.dumps(record.to_dict()))).to_dict() == (
+        json.loads(json.dumps(dataclasses.asdict(record)))
+    )
+    pair = Pair("s", "t", "c", "fake/a", "fake/b", prompt="p", baseline_checks=[check.to_dict()])
+    pair.passes = [
+        JudgePass(BASELINE_FIRST, "2", "r", "k1", cost_usd=0.1),
+        JudgePass(CANDIDATE_FIRST, "tie", "r", "k2", error="e"),
+    ]
+    expected = dataclasses.asdict(pair)
+    for entry, verdict in zip(expected["passes"], ("win", "tie"), strict=True):
+        entry["candidate_verdict"] = verdict
+    expected.update(score=0.75, judge_score=0.75, category="candidate", flip=False)
+    assert pair.to_dict() == {**expected, "outcome": "soft_win"}

@@ -90,6 +90,15 @@ class Usage:
     reported: bool = True
     anomaly: str | None = None
 
+    def token_counts(self) -> dict[str, int]:
+        """The four counts, as an answer record's ``tokens`` holds them."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cached_input_tokens": self.cached_input_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
 
 CHARS_PER_TOKEN = 4
 # Role markers and the chat template add a few input tokens the text does not show.

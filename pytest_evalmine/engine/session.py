@@ -7,7 +7,6 @@ task x case x model into requests, plans and estimates them, dispatches through 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -559,13 +558,12 @@ class EvalSession:
             return record
         record.score = result.score
         record.parsed = result.parsed
-        record.checks = [dataclasses.asdict(check) for check in result.checks]
+        record.checks = [check.to_dict() for check in result.checks]
         record.schema_mode = response.schema_mode
         record.finish_reason = response.finish_reason
-        usage = dataclasses.asdict(response.usage)
-        record.usage_reported = usage.pop("reported")
-        record.usage_anomaly = usage.pop("anomaly")
-        record.tokens = usage
+        usage = response.usage
+        record.usage_reported, record.usage_anomaly = usage.reported, usage.anomaly
+        record.tokens = usage.token_counts()
         record.latency_s = response.latency_s
         record.provider_request_id = response.provider_request_id
         if not result.passed:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..run.dispatch import Dispatcher
@@ -29,6 +30,12 @@ class Headline:
     per_task: list[WinRate]
     bias: PositionBias
     excluded: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @cached_property
+    def pair_dicts(self) -> list[dict[str, Any]]:
+        """Every pair as pairs.jsonl holds it, built once: pairs.jsonl, report.html and both
+        "Label next" sections read them (a 10,000-case run has 10,000 pairs)."""
+        return [pair.to_dict() for pair in self.pairs]
 
     @property
     def headline_eligible(self) -> bool:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..run.records import (
@@ -152,17 +152,28 @@ class Pair:
         return cls(**{**fields, "passes": passes})
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        """The pair as pairs.jsonl holds it, with the derived keys. Shares the checks lists
+        with the pair (no deep copy): for serialising, not for editing."""
+        data = {name: getattr(self, name) for name in _PAIR_FIELDS}
         data.update(
+            passes=[
+                {
+                    **{name: getattr(judge_pass, name) for name in _PASS_FIELDS},
+                    "candidate_verdict": judge_pass.candidate_verdict,
+                }
+                for judge_pass in self.passes
+            ],
             score=self.score,
             judge_score=self.judge_score,
             category=self.category,
             flip=self.flip,
             outcome=self.outcome,
         )
-        for entry, judge_pass in zip(data["passes"], self.passes, strict=True):
-            entry["candidate_verdict"] = judge_pass.candidate_verdict
         return data
+
+
+_PASS_FIELDS = tuple(f.name for f in fields(JudgePass))
+_PAIR_FIELDS = tuple(f.name for f in fields(Pair))
 
 
 def exclusion_reason(record: AnswerRecord | None) -> str | None:

@@ -31,7 +31,7 @@ def write_run(summary: RunSummary, report_root: Path, *, move_latest: bool = Tru
     run_dir = suite_dir / summary.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(run_dir / "answers.jsonl", _jsonl(r.to_dict() for r in summary.records))
-    pairs = [p.to_dict() for p in summary.headline.pairs] if summary.headline else []
+    pairs = summary.headline.pair_dicts if summary.headline else []
     if summary.headline is not None:
         atomic_write(run_dir / "pairs.jsonl", _jsonl(pairs))
     if summary.binary is not None:

@@ -390,9 +390,7 @@ LABEL_NEXT_LISTED = 50
 
 
 def label_next_section(headline: Headline) -> Section:
-    suggestions = label_next(
-        [pair.to_dict() for pair in headline.pairs], headline.calibration.min_labels
-    )
+    suggestions = label_next(headline.pair_dicts, headline.calibration.min_labels)
     section = Section("Label next")
     if not suggestions:
         section.lines.append("nothing: every judged pair is labelled and agrees with the judge")

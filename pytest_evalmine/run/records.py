@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 PASSED, FAILED, ERROR = "passed", "failed", "error"
@@ -61,7 +61,10 @@ class AnswerRecord:
         return with_repeat(self.model, self.repeat)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The record as answers.jsonl holds it. Shares ``parsed``, ``checks`` and ``tokens``
+        with the record (dataclasses.asdict's deep copy cost more than the rest of writing
+        the reports): for serialising, not for editing."""
+        return {name: getattr(self, name) for name in _FIELDS}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AnswerRecord:
@@ -69,3 +72,6 @@ class AnswerRecord:
 
     def check_passed(self, name: str) -> bool | None:
         return next((c["passed"] for c in self.checks if c["name"] == name), None)
+
+
+_FIELDS = tuple(f.name for f in fields(AnswerRecord))

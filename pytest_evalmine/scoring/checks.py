@@ -27,6 +27,19 @@ class Check:
     got: str | None = None
     runs: tuple[dict[str, Any], ...] = ()
 
+    def to_dict(self) -> dict[str, Any]:
+        """As answers.jsonl and the judge prompt hold it (once per check of every answer:
+        plain, without dataclasses.asdict's deep copy; ``runs`` is shared)."""
+        return {
+            "name": self.name,
+            "passed": self.passed,
+            "message": self.message,
+            "score": self.score,
+            "expected": self.expected,
+            "got": self.got,
+            "runs": self.runs,
+        }
+
 
 @dataclass(frozen=True)
 class CheckResult:
