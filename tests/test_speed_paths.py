@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -191,3 +192,17 @@ def test_the_plain_dicts_equal_dataclasses_asdict() -> None:
         entry["candidate_verdict"] = verdict
     expected.update(score=0.75, judge_score=0.75, category="candidate", flip=False)
     assert pair.to_dict() == {**expected, "outcome": "soft_win"}
+
+
+def test_a_suite_run_freezes_its_survivors_and_the_next_run_frees_them(
+    pytester: pytest.Pytester,
+) -> None:
+    # pytest's five closing collections then skip what the run keeps to the end; an
+    # in-process run after it makes the earlier run's objects collectable again.
+    gc.unfreeze()
+    pytester.makefile(".eval.yaml", small=SMALL_SUITE)
+    pytester.runpytest("--evalmine-fake", "-p", "no:cacheprovider").assert_outcomes(passed=6)
+    assert gc.get_freeze_count() > 0
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    pytester.runpytest("test_plain.py", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert gc.get_freeze_count() == 0
