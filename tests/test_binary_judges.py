@@ -176,21 +176,34 @@ def test_the_split_is_a_stable_hash_of_task_and_case() -> None:
 
 
 # --- statistics -----------------------------------------------------------------------------
+def adjusted(successes: int, n: int) -> float:
+    """The Agresti-Coull proportion (k + z^2/2) / (n + z^2)."""
+    z2 = 1.959963984540054**2
+    return (successes + z2 / 2) / (n + z2)
+
+
 def test_rogan_gladen_by_hand() -> None:
-    # q = 60/100, TPR r = 45/50, TNR s = 40/50: J = 0.7, p = (0.6 + 0.8 - 1) / 0.7 = 4/7;
-    # Var = [0.24/100 + (16/49)(0.09)/50 + (9/49)(0.16)/50] / 0.49 = 438/60025
+    # q = 60/100, TPR r = 45/50, TNR s = 40/50: J = 0.7, p = (0.6 + 0.8 - 1) / 0.7 = 4/7.
+    # Variances at the adjusted proportions: q~ = 61.9207/103.8415, r~ = 46.9207/53.8415,
+    # s~ = 41.9207/53.8415 (z^2/2 = 1.9207); Var = [q~(1-q~)/100 + (16/49) r~(1-r~)/50
+    # + (9/49) s~(1-s~)/50] / 0.49.
+    q, r, s = adjusted(60, 100), adjusted(45, 50), adjusted(40, 50)
+    assert (q, r, s) == pytest.approx((0.596301, 0.871461, 0.778596), abs=1e-6)
+    variance = (q * (1 - q) / 100 + 16 / 49 * r * (1 - r) / 50 + 9 / 49 * s * (1 - s) / 50) / 0.49
+    assert variance == pytest.approx(0.0076981, abs=1e-7)  # raw proportions: 0.0072970
     rate = rogan_gladen(60, 100, 45, 50, 40, 50)
     assert rate is not None
     assert rate.value == pytest.approx(4 / 7, abs=1e-15)
-    assert rate.standard_error == pytest.approx(math.sqrt(438 / 60025), rel=1e-12)
+    assert rate.standard_error == pytest.approx(math.sqrt(variance), rel=1e-12)
     z = 1.959963984540054
-    assert rate.interval.low == pytest.approx(4 / 7 - z * math.sqrt(438 / 60025), rel=1e-12)
-    assert rate.interval.high == pytest.approx(4 / 7 + z * math.sqrt(438 / 60025), rel=1e-12)
+    assert rate.interval.low == pytest.approx(4 / 7 - z * math.sqrt(variance), rel=1e-12)
+    assert rate.interval.high == pytest.approx(4 / 7 + z * math.sqrt(variance), rel=1e-12)
 
 
 def test_rogan_gladen_matches_a_numeric_delta_method() -> None:
     """The closed-form variance against the delta method done numerically: central
-    differences of the estimator, and the variances of three independent proportions."""
+    differences of the estimator, and the variances of three independent proportions (at
+    the adjusted proportions, the weights at p clipped to [0, 1])."""
     np = pytest.importorskip("numpy")
     rng = np.random.default_rng(12)
     for _ in range(200):
@@ -208,16 +221,42 @@ def test_rogan_gladen_matches_a_numeric_delta_method() -> None:
         def estimator(x: np.ndarray) -> float:
             return (x[0] + x[2] - 1) / (x[1] + x[2] - 1)
 
+        # Where p leaves [0, 1] the weights are taken at the clipped p: q moved to match.
         point = np.array([q, r, s])
+        p = estimator(point)
+        if not 0 <= p <= 1:
+            point[0] = min(1.0, max(0.0, p)) * (r + s - 1) + 1 - s
         h = 1e-6
         gradient = np.array(
             [(estimator(point + h * e) - estimator(point - h * e)) / (2 * h) for e in np.eye(3)]
         )
-        covariance = np.diag([q * (1 - q) / n, r * (1 - r) / n_pos, s * (1 - s) / n_neg])
-        assert rate.unclipped == pytest.approx(estimator(point), rel=1e-12, abs=1e-12)
-        expected_sd = math.sqrt(gradient @ covariance @ gradient)
+        variances = [
+            adjusted(k, m) * (1 - adjusted(k, m)) / m
+            for k, m in ((passed, n), (tp, n_pos), (tn, n_neg))
+        ]
+        assert rate.unclipped == pytest.approx(p, rel=1e-12, abs=1e-12)
+        expected_sd = math.sqrt(gradient @ np.diag(variances) @ gradient)
         assert rate.standard_error == pytest.approx(expected_sd, rel=1e-6, abs=1e-9)
         assert 0.0 <= rate.interval.low <= rate.value <= rate.interval.high <= 1.0
+
+
+def test_rogan_gladen_covers_with_a_perfect_recall_on_few_labels() -> None:
+    """Seeded simulation: 200 answers, 20 PASS and 20 FAIL labels, true rate 0.1 or 0.9,
+    recalls (1.0, 0.95) or (0.95, 0.9): the raw-proportion variance covered 0.85-0.93."""
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(20261201)
+    for truth, r, s in ((0.1, 1.0, 0.95), (0.9, 0.95, 0.9), (0.5, 1.0, 1.0)):
+        covered = runs = 0
+        for _ in range(400):
+            q = truth * r + (1 - truth) * (1 - s)
+            rate = rogan_gladen(
+                int(rng.binomial(200, q)), 200,
+                int(rng.binomial(20, r)), 20, int(rng.binomial(20, s)), 20,
+            )  # fmt: skip
+            if rate is not None:
+                runs += 1
+                covered += rate.interval.low <= truth <= rate.interval.high
+        assert covered / runs >= 0.94, (truth, r, s, covered / runs)
 
 
 def test_rogan_gladen_clips_and_refuses_a_chance_judge() -> None:

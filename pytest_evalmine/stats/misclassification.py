@@ -44,11 +44,14 @@ def rogan_gladen(
     s = true_fails / human_fails its FAIL recall (specificity), the three estimated from
     independent samples. The delta method gives
 
-        Var(p) = [q(1-q)/n + p^2 r(1-r)/n_P + (1-p)^2 s(1-s)/n_F] / (r + s - 1)^2
+        Var(p) = [q~(1-q~)/n + p^2 r~(1-r~)/n_P + (1-p)^2 s~(1-s~)/n_F] / (r + s - 1)^2
 
-    (the partial derivatives are 1/J, -p/J and (1-p)/J with J = r + s - 1). The interval is
-    p +- z sd, and it and p are clipped to [0, 1]. None when a sample is empty or J <= 0 (a
-    judge no better than chance carries no information about the true rate)."""
+    (the partial derivatives are 1/J, -p/J and (1-p)/J with J = r + s - 1; p clipped to
+    [0, 1] in them). The variances use the Agresti-Coull proportions x~ = (k + z^2/2) /
+    (m + z^2): with the raw ones a recall of 1 on 20 labels has no variance at all and the
+    interval covered 0.85 in simulation. The interval is p +- z sd, and it and p are clipped
+    to [0, 1]. None when a sample is empty or J <= 0 (a judge no better than chance carries
+    no information about the true rate)."""
     if min(n, human_passes, human_fails) <= 0:
         return None
     q = passed / n
@@ -58,19 +61,26 @@ def rogan_gladen(
     if youden <= 0:
         return None
     p = (q + s - 1) / youden
+    z = normal_quantile(confidence)
+    weight = _clip(p)
     variance = (
-        q * (1 - q) / n
-        + p * p * r * (1 - r) / human_passes
-        + (1 - p) * (1 - p) * s * (1 - s) / human_fails
+        _binomial_variance(passed, n, z)
+        + weight * weight * _binomial_variance(true_passes, human_passes, z)
+        + (1 - weight) * (1 - weight) * _binomial_variance(true_fails, human_fails, z)
     ) / (youden * youden)
     sd = math.sqrt(variance)
-    z = normal_quantile(confidence)
     return CorrectedRate(
         value=_clip(p),
         unclipped=p,
         standard_error=sd,
         interval=Interval(_clip(p - z * sd), _clip(p + z * sd)),
     )
+
+
+def _binomial_variance(successes: int, n: int, z: float) -> float:
+    """Variance of a proportion's estimate at the Agresti-Coull proportion, never 0."""
+    adjusted = (successes + z * z / 2) / (n + z * z)
+    return adjusted * (1 - adjusted) / n
 
 
 def _clip(value: float) -> float:
