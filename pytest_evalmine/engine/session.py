@@ -521,13 +521,7 @@ class EvalSession:
             model=spec.model,
             repeat=spec.repeat,
             outcome=PASSED,
-            key=outcome.key,
-            attempts=outcome.attempts,
-            cached=outcome.cached,
-            cost_usd=outcome.cost_usd,
-            cost_if_uncached_usd=outcome.cost_if_uncached_usd,
-            redactions=outcome.redactions,
-            possibly_billed_usd=outcome.possibly_billed_usd,
+            **outcome.accounting(),
         )
         if outcome.status != OK or outcome.response is None:
             record.outcome = {

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ..adapters.base import Request
-from ..run.dispatch import OK, Dispatcher, Outcome, Planned
+from ..run.dispatch import OK, Dispatcher, Outcome
 from ..run.records import FAILED, PASSED, AnswerRecord
 from ..suite.canonical import sha256_hex
 from ..suite.loader import Criterion, Suite
@@ -157,26 +157,18 @@ def judge_criteria(
     planned = dispatcher.plan(request for _, _, request in asked)
     outcomes = dispatcher.run_each(planned)
     return [
-        _verdict(record, criterion, plan, outcome)
-        for (record, criterion, _), plan, outcome in zip(asked, planned, outcomes, strict=True)
+        _verdict(record, criterion, outcome)
+        for (record, criterion, _), outcome in zip(asked, outcomes, strict=True)
     ]
 
 
-def _verdict(
-    record: AnswerRecord, criterion: Criterion, plan: Planned, outcome: Outcome
-) -> CriterionVerdict:
+def _verdict(record: AnswerRecord, criterion: Criterion, outcome: Outcome) -> CriterionVerdict:
     verdict = CriterionVerdict(
         task=record.task,
         case=record.case,
         model=record.model,
         criterion=criterion.name,
-        key=plan.key,
-        cached=outcome.cached,
-        cost_usd=outcome.cost_usd,
-        cost_if_uncached_usd=outcome.cost_if_uncached_usd,
-        possibly_billed_usd=outcome.possibly_billed_usd,
-        attempts=outcome.attempts,
-        redactions=outcome.redactions,
+        **outcome.accounting(),
     )
     if outcome.status != OK or outcome.response is None:
         verdict.status, verdict.error = outcome.status, outcome.error

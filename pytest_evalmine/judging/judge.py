@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..adapters.base import Request
-from ..run.dispatch import BUDGET, INTERRUPTED, OK, REPLAY_MISS, Dispatcher, Outcome, Planned
+from ..run.dispatch import BUDGET, INTERRUPTED, OK, REPLAY_MISS, Dispatcher, Outcome
 from ..run.records import AnswerRecord
 from ..scoring.checks import check_answer
 from ..suite.canonical import sha256_hex
@@ -209,8 +209,8 @@ def judge_pairs(
             break
         planned = dispatcher.plan(request for _, _, request in requests)
         outcomes = dispatcher.run_each(planned)
-        for (pair, order, _), plan, outcome in zip(requests, planned, outcomes, strict=True):
-            _record_pass(pair, order, plan, outcome)
+        for (pair, order, _), outcome in zip(requests, outcomes, strict=True):
+            _record_pass(pair, order, outcome)
         todo = [p for p in todo if any(_needs_retry(p, o) for o in orders)]
     for pair in pairs:
         if pair.excluded is None and not pair.judged:
@@ -229,17 +229,8 @@ def _needs_retry(pair: Pair, order: str) -> bool:
     return any(p.order == order and p.error_kind == UNPARSEABLE for p in pair.passes)
 
 
-def _record_pass(pair: Pair, order: str, plan: Planned, outcome: Outcome) -> None:
-    judge_pass = JudgePass(
-        order=order,
-        key=plan.key,
-        cached=outcome.cached,
-        cost_usd=outcome.cost_usd,
-        cost_if_uncached_usd=outcome.cost_if_uncached_usd,
-        possibly_billed_usd=outcome.possibly_billed_usd,
-        attempts=outcome.attempts,
-        redactions=outcome.redactions,
-    )
+def _record_pass(pair: Pair, order: str, outcome: Outcome) -> None:
+    judge_pass = JudgePass(order=order, **outcome.accounting())
     if outcome.status == OK and outcome.response is not None:
         winner, reason = parse_verdict(outcome.response.text)
         judge_pass.winner_slot = winner

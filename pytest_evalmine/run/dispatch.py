@@ -177,6 +177,19 @@ class Outcome:
         """Keys redacted from this outcome's answer or error (spec: "Secrets in texts")."""
         return count_redacted(self.error, self.response.text if self.response else None)
 
+    def accounting(self) -> dict[str, Any]:
+        """What every kept record of a call carries about it (an answer, a judge pass, a
+        criterion verdict): its cache key, how it was paid for, its tries, its redactions."""
+        return {
+            "key": self.key,
+            "cached": self.cached,
+            "cost_usd": self.cost_usd,
+            "cost_if_uncached_usd": self.cost_if_uncached_usd,
+            "possibly_billed_usd": self.possibly_billed_usd,
+            "attempts": self.attempts,
+            "redactions": self.redactions,
+        }
+
 
 @dataclass(frozen=True)
 class Estimate:
