@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_evalmine.reports.html_page import render_html, render_run_dir, script_json
 from pytest_evalmine.reports.labelling import (
@@ -162,6 +164,23 @@ def test_script_json_cannot_close_its_element() -> None:
     text = script_json({"a": "</script><!-- & \u2028"})
     assert "<" not in text and ">" not in text and "&" not in text and "\u2028" not in text
     assert json.loads(text) == {"a": "</script><!-- & \u2028"}
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, derandomize=True, database=None, deadline=None)
+@given(JSON_VALUES)
+def test_script_json_in_pieces_is_the_whole_escaped_document(value: Any) -> None:
+    whole = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for raw in ("<", ">", "&", "\u2028", "\u2029"):
+        whole = whole.replace(raw, f"\\u{ord(raw):04x}")
+    assert script_json(value) == whole
+    assert json.loads(script_json(value)) == value
 
 
 @pytest.mark.parametrize(

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from ..judging.headline import DAGGER
 from ..redaction import redact
-from .html_page import render_html
+from .html_page import html_pieces
 from .render import markdown_table, money
 from .sections import Section, flagged, number, percent, report_sections
 from .summary import RunSummary, failure_reason
@@ -40,7 +41,7 @@ def write_run(summary: RunSummary, report_root: Path, *, move_latest: bool = Tru
     report = summary.to_json()
     atomic_write(run_dir / "report.json", json.dumps(report, indent=2) + "\n")
     atomic_write(run_dir / "report.md", render_markdown(summary))
-    atomic_write(run_dir / "report.html", render_html(report, pairs))
+    atomic_write(run_dir / "report.html", html_pieces(report, pairs))
     if move_latest:
         pointer = {
             "run_id": summary.run_id,
@@ -51,18 +52,22 @@ def write_run(summary: RunSummary, report_root: Path, *, move_latest: bool = Tru
     return run_dir
 
 
-def _jsonl(rows: Any) -> str:
-    return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
+def _jsonl(rows: Iterable[Any]) -> Iterator[str]:
+    return (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
 
 
-def atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``text``, or its pieces one at a time (a large run's files are never held
+    whole), under a temporary name, then rename it into place. Each piece is redacted on its
+    own: pieces are whole lines, elements or JSON values, so a key never spans two."""
     # Texts were redacted where they entered the run; this pass guards what was not (the
     # command line, say), so no report file can hold a loaded key.
-    text = redact(text)
+    pieces = [text] if isinstance(text, str) else text
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(text)
+            for piece in pieces:
+                stream.write(redact(piece))
         os.chmod(temporary, 0o666 & ~_UMASK)
         os.replace(temporary, path)
     except BaseException:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -49,6 +49,12 @@ def render_run_dir(run_dir: Path) -> str:
 def render_html(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> str:
     """The whole page. Reads report.json's records defensively (``.get``), so a report from
     an older or newer version renders what it has."""
+    return "".join(html_pieces(report, pairs))
+
+
+def html_pieces(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> Iterator[str]:
+    """The page in pieces, for writing it without holding it whole: with 10,000 judged pairs
+    the page is about 11 MB and was built four times over in memory."""
     headline = report.get("headline") or {}
     suite = report.get("suite") or {}
     title = f"evalmine: {suite.get('name', '?')} run {report.get('run_id', '?')}"
@@ -90,9 +96,11 @@ def render_html(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> str:
     suggestions = label_next(judged, min_labels)
     if headline:
         parts.append(_label_next(suggestions))
-    parts.append(_labelling(report, judged, suggestions))
-    parts.append("</body></html>\n")
-    return "\n".join(parts)
+    for part in parts:
+        yield part
+        yield "\n"
+    yield from _labelling(report, judged, suggestions)
+    yield "\n</body></html>\n"
 
 
 def verdict_css() -> str:
@@ -349,14 +357,15 @@ def _checks(checks: Any) -> list[dict[str, Any]]:
 
 def _labelling(
     report: dict[str, Any], judged: Sequence[dict[str, Any]], suggestions: Sequence[Any]
-) -> str:
+) -> Iterator[str]:
     if not judged:
-        return (
+        yield (
             '<section id="labelling-empty"><h2>Label pairs blind</h2><p>No judged pairs in '
             "this run.</p></section>"
         )
+        return
     data = labelling_data(report, judged, suggestions)
-    return f"""<h2>Label pairs blind</h2>
+    yield """<h2>Label pairs blind</h2>
 <p class="muted">Model names are hidden; which answer is A comes from a hash of the pair. Choose
 with the buttons or <kbd>1</kbd> prefer A, <kbd>2</kbd> tie, <kbd>3</kbd> prefer B;
 <kbd>&larr;</kbd>
@@ -386,7 +395,9 @@ browser (per run); "Copy labels" gives YAML entries for the suite's <code>labels
 <p><button id="copy-labels" type="button">Copy labels</button> <span id="copy-status"></span></p>
 <textarea id="labels-yaml" readonly aria-label="labels as YAML"></textarea>
 </section>
-<script type="application/json" id="evalmine-data">{script_json(data)}</script>
+<script type="application/json" id="evalmine-data">"""
+    yield from script_json_pieces(data)
+    yield f"""</script>
 <script>{_asset("page.js")}</script>"""
 
 
@@ -488,10 +499,48 @@ def win_rate_svg(rates: Sequence[dict[str, Any]], title: str, *, with_task: bool
 # helpers ----------------------------------------------------------------------------------
 def script_json(value: Any) -> str:
     """JSON safe inside a <script> element: no "</script>", no "<!--", no entity."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
-        text = text.replace(raw, escaped)
-    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return "".join(script_json_pieces(value))
+
+
+def script_json_pieces(value: Any) -> Iterator[str]:
+    """``script_json`` in pieces: the outer mapping and its lists piece by piece, each item
+    whole (json's C encoder), so the data of a large run is never one string. The escapes
+    replace single characters, so escaping piece by piece equals escaping the whole."""
+    for piece in _json_pieces(value, depth=2):
+        for raw, escaped in _SCRIPT_ESCAPES:
+            piece = piece.replace(raw, escaped)
+        yield piece
+
+
+_SCRIPT_ESCAPES = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
+
+
+def _json_pieces(value: Any, depth: int) -> Iterator[str]:
+    if depth and isinstance(value, dict) and all(isinstance(key, str) for key in value):
+        yield "{"
+        for index, (key, item) in enumerate(value.items()):
+            yield ("," if index else "") + _json(key) + ":"
+            yield from _json_pieces(item, depth - 1)
+        yield "}"
+    elif depth and isinstance(value, list):
+        yield "["
+        for index, item in enumerate(value):
+            if index:
+                yield ","
+            yield from _json_pieces(item, depth - 1)
+        yield "]"
+    else:
+        yield _json(value)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _asset(name: str) -> str:
