@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -324,3 +325,29 @@ def test_an_interrupted_run_is_not_judged(pytester: pytest.Pytester, scripted: P
     report = latest_report(pytester.path)
     assert report["headline"] is None
     assert report["judge_note"] == "not judged: stopped early (-x or --maxfail)"
+
+
+def test_judging_in_parts_gives_the_verdicts_of_one_batch(
+    pytester: pytest.Pytester, judged: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_evalmine.judging import judge
+
+    def verdicts() -> list[tuple]:
+        run = latest_report(pytester.path, "small")["run_id"]
+        lines = (pytester.path / "reports" / "small" / run / "pairs.jsonl").read_text()
+        return sorted(
+            (p["task"], p["case"], p["candidate"], x["order"], x["winner_slot"], x["key"])
+            for p in map(json.loads, lines.splitlines())
+            for x in p["passes"]
+        )
+
+    assert pytester.runpytest("--evalmine-fake").ret == 0
+    whole = verdicts()
+    monkeypatch.setattr(judge, "JUDGE_BATCH_PASSES", 2)  # six passes: three parts
+    parts = pytester.runpytest("--evalmine-fake", "--evalmine-record=all", "-s")
+    assert parts.ret == 0
+    assert verdicts() == whole and len(whole) == 6
+    assert latest_report(pytester.path, "small")["headline"]["judge_calls"]["made"] == 6
+    # One count over the parts, not a count per part.
+    shown = re.findall(r"evalmine: (\d+)/(\d+) judge verdicts", parts.stdout.str())
+    assert shown and {total for _, total in shown} == {"6"} and shown[-1][0] == "6"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..adapters.base import Request
-from ..run.dispatch import BUDGET, INTERRUPTED, OK, REPLAY_MISS, Dispatcher, Outcome
+from ..run.dispatch import BUDGET, INTERRUPTED, OK, REPLAY_MISS, Dispatcher, Outcome, Progress
 from ..run.records import AnswerRecord
 from ..scoring.checks import check_answer
 from ..suite.canonical import sha256_hex
@@ -52,6 +52,9 @@ PROMPT_TEMPLATE = """\
 Reply with exactly one JSON object: {{"winner": "1" | "2" | "tie", "reason": "<one sentence>"}}.
 Say "tie" when neither answer is clearly better."""
 UNPARSEABLE = "unparseable"
+# Judge calls sent as one concurrent batch; a larger phase goes out in parts of this size
+# (spec: "Judge"), so its requests are never all in memory at once.
+JUDGE_BATCH_PASSES = 4_000
 DEFAULT_RUBRIC = "Prefer the answer that is correct, complete and useful for the task."
 
 
@@ -195,22 +198,27 @@ def judge_pairs(
     orders = (BASELINE_FIRST, CANDIDATE_FIRST)
     todo = [p for p in pairs if p.excluded is None]
     for repeat in (0, 1):
-        requests: list[tuple[Pair, str, Request]] = []
-        for pair in todo:
-            texts = {
-                pair.baseline: answers[(pair.task, pair.case, pair.baseline)],
-                pair.candidate: answers[(pair.task, pair.case, pair.candidate)],
-            }
-            for order in orders:
-                if repeat == 0 or _needs_retry(pair, order):
-                    request = judge_request(judge_model, suite, pair, order, texts, repeat)
-                    requests.append((pair, order, request))
-        if not requests:
+        wanted = [
+            (pair, order)
+            for pair in todo
+            for order in orders
+            if repeat == 0 or _needs_retry(pair, order)
+        ]
+        if not wanted:
             break
-        planned = dispatcher.plan(request for _, _, request in requests)
-        outcomes = dispatcher.run_each(planned)
-        for (pair, order, _), outcome in zip(requests, outcomes, strict=True):
-            _record_pass(pair, order, outcome)
+        progress = Progress(total=len(wanted))
+        # In parts: the requests (prompts holding both answers) of 10,000 pairs were the
+        # largest thing in memory while judging. Every call still reserves before it is sent,
+        # and a Ctrl-C stops every later part from sending.
+        for start in range(0, len(wanted), JUDGE_BATCH_PASSES):
+            part = wanted[start : start + JUDGE_BATCH_PASSES]
+            requests = [
+                judge_request(judge_model, suite, pair, order, _texts(pair, answers), repeat)
+                for pair, order in part
+            ]
+            outcomes = dispatcher.run_each(dispatcher.plan(requests), progress)
+            for (pair, order), outcome in zip(part, outcomes, strict=True):
+                _record_pass(pair, order, outcome)
         todo = [p for p in todo if any(_needs_retry(p, o) for o in orders)]
     for pair in pairs:
         if pair.excluded is None and not pair.judged:
@@ -223,6 +231,13 @@ def judge_pairs(
                 pair.excluded = "judge_not_run"
             else:
                 pair.excluded = "judge_error"
+
+
+def _texts(pair: Pair, answers: dict[tuple[str, str, str], str]) -> dict[str, str]:
+    return {
+        pair.baseline: answers[(pair.task, pair.case, pair.baseline)],
+        pair.candidate: answers[(pair.task, pair.case, pair.candidate)],
+    }
 
 
 def _needs_retry(pair: Pair, order: str) -> bool:

@@ -378,15 +378,17 @@ class Dispatcher:
             worst_case_usd=sum(like.max_cost_for(chars) for chars in sent),
         )
 
-    def run(self, planned: list[Planned]) -> dict[str, Outcome]:
-        """Send everything concurrently; returns an outcome for every key."""
-        return self._run_coroutine(self._run_all(planned))
+    def run(self, planned: list[Planned], progress: Progress | None = None) -> dict[str, Outcome]:
+        """Send everything concurrently; returns an outcome for every key. ``progress``
+        carries the count over batches that are parts of one phase (its ``total`` set by the
+        caller); without it the batch counts alone."""
+        return self._run_coroutine(self._run_all(planned, progress))
 
-    def run_each(self, planned: list[Planned]) -> list[Outcome]:
+    def run_each(self, planned: list[Planned], progress: Progress | None = None) -> list[Outcome]:
         """One outcome per planned request, in order. A request that appears twice in the
         batch is sent and paid once: its later copies report the answer as cached, at no
         cost, so the report never counts one bill twice."""
-        outcomes = self.run(planned)
+        outcomes = self.run(planned, progress)
         seen: set[str] = set()
         result = []
         for plan in planned:
@@ -409,13 +411,15 @@ class Dispatcher:
         finally:
             loop.close()
 
-    async def _run_all(self, planned: list[Planned]) -> dict[str, Outcome]:
+    async def _run_all(
+        self, planned: list[Planned], progress: Progress | None = None
+    ) -> dict[str, Outcome]:
         self._in_flight = 0
         self._settled = asyncio.Event()
         self._waiting, self._poller = {}, None
         overlapping: set[str] = set()
         unique = {p.key: p for p in planned}
-        progress = Progress(total=len(unique))
+        progress = progress or Progress(total=len(unique))
         limits: dict[str, asyncio.Semaphore] = {}
         self._pacers = {name: _Pacer(60.0 / per_minute) for name, per_minute in self.rpm.items()}
         for item in unique.values():
