@@ -284,15 +284,23 @@ def _label_next(suggestions: Sequence[Any]) -> str:
 
 # blind labelling --------------------------------------------------------------------------
 def labelling_data(
-    report: dict[str, Any], judged: Sequence[dict[str, Any]], suggestions: Sequence[Any]
+    report: dict[str, Any],
+    judged: Sequence[dict[str, Any]],
+    suggestions: Sequence[Any],
+    *,
+    lazy: bool = False,
 ) -> dict[str, Any]:
     """What the labelling script needs, with the A/B mapping already resolved: for each pair
-    the side shown as A, what A and B mean as a label's ``prefer``, and the label's fields."""
+    the side shown as A, what A and B mean as a label's ``prefer``, and the label's fields.
+    ``lazy``: the pairs' entries as a generator, built one at a time as the page is written
+    (10,000 entries held at once were the page's largest cost in memory)."""
     index = {(p["task"], p["case"], p["candidate"]): i for i, p in enumerate(judged)}
-    entries = [_pair_entry(pair) for pair in judged]
-    for suggestion in suggestions:
-        position = index[(suggestion.task, suggestion.case, suggestion.candidate)]
-        entries[position]["tags"] = [KIND_TAGS[kind] for kind in suggestion.kinds]
+    tags = {
+        index[(s.task, s.case, s.candidate)]: [KIND_TAGS[kind] for kind in s.kinds]
+        for s in suggestions
+    }
+    built = (_pair_entry(pair, tags.get(i, [])) for i, pair in enumerate(judged))
+    entries: Iterator[dict[str, Any]] | list[dict[str, Any]] = built if lazy else list(built)
     already = sum(1 for p in judged if p.get("label"))
     return {
         "run_id": report.get("run_id", ""),
@@ -303,7 +311,7 @@ def labelling_data(
     }
 
 
-def _pair_entry(pair: dict[str, Any]) -> dict[str, Any]:
+def _pair_entry(pair: dict[str, Any], tags: list[str]) -> dict[str, Any]:
     identifier = pair_id(pair)
     a = a_side(identifier)
     b = "candidate" if a == "baseline" else "baseline"
@@ -340,7 +348,7 @@ def _pair_entry(pair: dict[str, Any]) -> dict[str, Any]:
             "outcome": pair.get("outcome") or "",
             "passes": passes,
         },
-        "tags": [],
+        "tags": tags,
     }
 
 
@@ -364,7 +372,7 @@ def _labelling(
             "this run.</p></section>"
         )
         return
-    data = labelling_data(report, judged, suggestions)
+    data = labelling_data(report, judged, suggestions, lazy=True)
     yield """<h2>Label pairs blind</h2>
 <p class="muted">Model names are hidden; which answer is A comes from a hash of the pair. Choose
 with the buttons or <kbd>1</kbd> prefer A, <kbd>2</kbd> tie, <kbd>3</kbd> prefer B;
@@ -503,9 +511,10 @@ def script_json(value: Any) -> str:
 
 
 def script_json_pieces(value: Any) -> Iterator[str]:
-    """``script_json`` in pieces: the outer mapping and its lists piece by piece, each item
-    whole (json's C encoder), so the data of a large run is never one string. The escapes
-    replace single characters, so escaping piece by piece equals escaping the whole."""
+    """``script_json`` in pieces: the outer mapping and its lists (or iterators) piece by
+    piece, each item whole (json's C encoder), so the data of a large run is never one
+    string. The escapes replace single characters, so escaping piece by piece equals
+    escaping the whole."""
     for piece in _json_pieces(value, depth=2):
         for raw, escaped in _SCRIPT_ESCAPES:
             piece = piece.replace(raw, escaped)
@@ -528,7 +537,7 @@ def _json_pieces(value: Any, depth: int) -> Iterator[str]:
             yield ("," if index else "") + _json(key) + ":"
             yield from _json_pieces(item, depth - 1)
         yield "}"
-    elif depth and isinstance(value, list):
+    elif depth and isinstance(value, (list, Iterator)):
         yield "["
         for index, item in enumerate(value):
             if index:
