@@ -189,10 +189,11 @@ def judge_pairs(
 ) -> None:
     """Judge every non-excluded pair in both orders, filling ``pair.passes`` in place.
 
-    All passes go out as one concurrent batch. An unparseable verdict is asked once more as a
-    distinct request (repeat 1, cached like any call, so a rerun reproduces it); still
-    unusable, the pair is excluded as judge_unparseable. A provider error excludes it as
-    judge_error. Nothing raises past this function for a provider's sake.
+    The passes go out concurrently, in batches of JUDGE_BATCH_PASSES. An unparseable verdict
+    is asked once more as a distinct request (repeat 1, cached like any call, so a rerun
+    reproduces it); still unusable, the pair is excluded as judge_unparseable. A provider
+    error excludes it as judge_error. Nothing raises past this function for a provider's
+    sake.
     """
     answers = {(r.task, r.case, r.model): with_check_outcome(r) for r in records}
     orders = (BASELINE_FIRST, CANDIDATE_FIRST)
