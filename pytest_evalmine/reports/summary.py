@@ -3,11 +3,11 @@ rendered by every report (report.md, the terminal, pytest-html)."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from .. import __version__
@@ -64,20 +64,11 @@ class RunSummary:
     # The binary judges' verdicts and numbers, or why they did not run (None: no criteria).
     binary: BinaryJudging | None = None
     binary_note: str | None = None
-
-    @cached_property
-    def paired(self) -> list[ModelComparison]:
-        """Each candidate against the baseline on the deterministic checks: all-pass, then
-        the checker score when some task has checks."""
-        return compare_models(self.records, self.models, self.suite_hash, self.scored_tasks)
-
-    @cached_property
-    def gate(self) -> GateResult | None:
-        if self.gate_config is None:
-            return None
-        return evaluate_gate(
-            self.gate_config, self.headline, self.paired, len(self.regression_failures)
-        )
+    # Each candidate against the baseline on the deterministic checks (all-pass, then the
+    # checker score when some task has checks), and the release gate's decision: computed
+    # once by ``summarize``, so a copy made with ``dataclasses.replace`` keeps them.
+    paired: list[ModelComparison] = field(default_factory=list)
+    gate: GateResult | None = None
 
     @property
     def regression_failures(self) -> list[AnswerRecord]:
@@ -278,7 +269,8 @@ def summarize(
     **context: Any,
 ) -> RunSummary:
     ordered = sorted(records, key=lambda r: (r.task, r.case, models.index(r.model), r.repeat))
-    return RunSummary(
+    paired = compare_models(ordered, models, suite_hash, context.get("scored_tasks", ()))
+    summary = RunSummary(
         run_id=run_id,
         suite_name=suite_name,
         suite_file=suite_file,
@@ -288,5 +280,11 @@ def summarize(
         records=ordered,
         scores=score_models(ordered, models),
         task_scores=task_scores(ordered, models, suite_hash),
+        paired=paired,
         **context,
     )
+    gate_config = summary.gate_config
+    if gate_config is None:
+        return summary
+    gate = evaluate_gate(gate_config, summary.headline, paired, len(summary.regression_failures))
+    return dataclasses.replace(summary, gate=gate)
