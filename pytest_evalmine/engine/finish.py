@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from ..adapters.registry import AdapterRegistry
 from ..exitcodes import (
@@ -35,6 +36,8 @@ from ..suite.canonical import sha256_hex
 from ..suite.loader import Suite
 from .session import EvalSession, has_criteria, models_hash, relative_to
 
+T = TypeVar("T")
+
 
 @dataclass(frozen=True)
 class FinishedSuite:
@@ -58,6 +61,14 @@ def finish_run(
     ``stopped`` (why the run did not run every item: Ctrl-C, -x) writes partial reports
     without spending on the judge. Every answer the run dispatched is reported, whether its
     item ran or not."""
+
+    def judge_dispatcher() -> Dispatcher:
+        return session.dispatcher(
+            judge_registry or session.default_registry(),
+            on_progress=on_progress,
+            on_interrupt=on_interrupt,
+        )
+
     by_suite: dict[str, list[AnswerRecord]] = {}
     for record in session.all_records():
         by_suite.setdefault(record.suite_file, []).append(record)
@@ -72,12 +83,8 @@ def finish_run(
         else:
             # Judges (pairwise and binary) see each case's first answers (repeat 0) only.
             first = [r for r in records if r.repeat == 0]
-            headline, note = _judge_suite(
-                session, suite, first, models, judge_registry, on_progress, on_interrupt
-            )
-            binary, binary_note = _judge_criteria(
-                session, suite, first, models, judge_registry, on_progress, on_interrupt
-            )
+            headline, note = _judge_suite(session, suite, first, models, judge_dispatcher)
+            binary, binary_note = _judge_criteria(session, suite, first, models, judge_dispatcher)
             if session.interrupted:
                 stopped = "interrupted (Ctrl-C) while judging"
         summary = summarize(
@@ -220,36 +227,20 @@ def _judge_suite(
     suite: Suite,
     records: list[AnswerRecord],
     models: list[str],
-    judge_registry: AdapterRegistry | None,
-    on_progress: Callable[[Progress], None] | None,
-    on_interrupt: Callable[[int, float], None] | None,
+    judge_dispatcher: Callable[[], Dispatcher],
 ) -> tuple[Headline | None, str | None]:
     judge_model = session.judge_model_for(suite)
     if judge_model is None:
         return None, "no judge configured (set judge.model in the suite or --evalmine-judge)"
     if len(models) < 2:
         return None, "one model only: there is no candidate to compare with the baseline"
-    try:
-        dispatcher = _judge_dispatcher(session, judge_registry, on_progress, on_interrupt)
-        headline = run_headline(
+    return _judging(
+        session,
+        judge_dispatcher,
+        lambda dispatcher: run_headline(
             suite, records, models, judge_model, dispatcher, gate_on=session.settings.kappa_gate
-        )
-        session.interrupted = session.interrupted or dispatcher.interrupted
-    except Exception as exc:  # judging must never turn the run into a traceback
-        return None, f"judging failed: {type(exc).__name__}: {exc}"
-    return headline, None
-
-
-def _judge_dispatcher(
-    session: EvalSession,
-    judge_registry: AdapterRegistry | None,
-    on_progress: Callable[[Progress], None] | None,
-    on_interrupt: Callable[[int, float], None] | None,
-) -> Dispatcher:
-    return session.dispatcher(
-        judge_registry or session.default_registry(),
-        on_progress=on_progress,
-        on_interrupt=on_interrupt,
+        ),
+        "judging failed",
     )
 
 
@@ -258,9 +249,7 @@ def _judge_criteria(
     suite: Suite,
     records: list[AnswerRecord],
     models: list[str],
-    judge_registry: AdapterRegistry | None,
-    on_progress: Callable[[Progress], None] | None,
-    on_interrupt: Callable[[int, float], None] | None,
+    judge_dispatcher: Callable[[], Dispatcher],
 ) -> tuple[BinaryJudging | None, str | None]:
     """The binary judges of a suite whose tasks have some, on every answer that arrived
     (one model is enough); a note instead when they cannot run."""
@@ -274,13 +263,32 @@ def _judge_criteria(
         )
     if session.interrupted:
         return None, "not judged: interrupted (Ctrl-C) while judging"
+    verdicts, note = _judging(
+        session,
+        judge_dispatcher,
+        lambda dispatcher: judge_criteria(suite, records, judge_model, dispatcher),
+        "binary judging failed",
+    )
+    if verdicts is None:
+        return None, note
+    return binary_from_verdicts(suite, verdicts, models, judge_model), None
+
+
+def _judging(
+    session: EvalSession,
+    judge_dispatcher: Callable[[], Dispatcher],
+    judge: Callable[[Dispatcher], T],
+    failed: str,
+) -> tuple[T | None, str | None]:
+    """One judging phase on a fresh judge dispatcher: its result, or a note saying why it
+    failed. A Ctrl-C while it ran marks the session interrupted."""
     try:
-        dispatcher = _judge_dispatcher(session, judge_registry, on_progress, on_interrupt)
-        verdicts = judge_criteria(suite, records, judge_model, dispatcher)
+        dispatcher = judge_dispatcher()
+        result = judge(dispatcher)
         session.interrupted = session.interrupted or dispatcher.interrupted
     except Exception as exc:  # judging must never turn the run into a traceback
-        return None, f"binary judging failed: {type(exc).__name__}: {exc}"
-    return binary_from_verdicts(suite, verdicts, models, judge_model), None
+        return None, f"{failed}: {type(exc).__name__}: {exc}"
+    return result, None
 
 
 def _previous_report(session: EvalSession, suite: Suite, report_root: Path) -> Path | None:
