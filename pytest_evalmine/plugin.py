@@ -253,7 +253,7 @@ def evalmine_answer(request: pytest.FixtureRequest) -> Any:
 
     # On the item, so the report carries them (to the xdist controller too) into --junitxml.
     item.user_properties.extend(item_properties(record))
-    raised = session.check_errors.get(spec_id(item.spec))
+    raised = session.check_errors.get(key)
     if raised is not None:
         # The user's exception from the user's own frame down: our frames are hidden.
         __tracebackhide__ = True
