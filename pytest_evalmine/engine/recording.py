@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EvalmineError
-from ..reports.files import atomic_write
+from ..reports.files import atomic_write, jsonl_lines
 from ..run.store import Store
 
 BESIDE_SUITE = "beside"
@@ -49,9 +49,8 @@ def write_recording(
         entries[("answer", row["key"])] = {**row, "for": sorted(uses[row["key"]])}
     if not entries:
         return
-    lines = [_line(entries[identity]) for identity in sorted(entries)]
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, "".join(lines))
+    atomic_write(path, jsonl_lines(entries[identity] for identity in sorted(entries)))
 
 
 def read_recording(store: Store, path: Path) -> int:
@@ -93,7 +92,3 @@ def _identity(entry: dict[str, Any]) -> tuple[str, str]:
     if missing:
         raise KeyError(missing[0])
     return (kind, str(entry[required[0]]))
-
-
-def _line(entry: dict[str, Any]) -> str:
-    return json.dumps(entry, sort_keys=True, ensure_ascii=False) + "\n"

@@ -31,13 +31,13 @@ def write_run(summary: RunSummary, report_root: Path, *, move_latest: bool = Tru
     suite_dir = report_root / summary.suite_name
     run_dir = suite_dir / summary.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write(run_dir / "answers.jsonl", _jsonl(r.to_dict() for r in summary.records))
+    atomic_write(run_dir / "answers.jsonl", jsonl_lines(r.to_dict() for r in summary.records))
     pairs = summary.headline.pair_dicts if summary.headline else []
     if summary.headline is not None:
-        atomic_write(run_dir / "pairs.jsonl", _jsonl(pairs))
+        atomic_write(run_dir / "pairs.jsonl", jsonl_lines(pairs))
     if summary.binary is not None:
         verdicts = (v.to_dict() for v in summary.binary.verdicts)
-        atomic_write(run_dir / "verdicts.jsonl", _jsonl(verdicts))
+        atomic_write(run_dir / "verdicts.jsonl", jsonl_lines(verdicts))
     report = summary.to_json()
     atomic_write(run_dir / "report.json", json.dumps(report, indent=2) + "\n")
     atomic_write(run_dir / "report.md", render_markdown(summary))
@@ -52,7 +52,8 @@ def write_run(summary: RunSummary, report_root: Path, *, move_latest: bool = Tru
     return run_dir
 
 
-def _jsonl(rows: Iterable[Any]) -> Iterator[str]:
+def jsonl_lines(rows: Iterable[Any]) -> Iterator[str]:
+    """One JSON object a line, keys sorted: the form of every jsonl file the tool writes."""
     return (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
 
 
