@@ -1,6 +1,7 @@
 """Client CPU per request of the HTTP layer alone: N chat-completion POSTs at a given
 concurrency against the loopback benchmark server (in another process, so its CPU is not
-counted), with httpx as the adapters configure it, httpx with its default pool, httpcore
+counted), with httpx as the adapters use it (the project's plain-http transport under it),
+httpx on httpcore with the adapters' pool settings and with its default pool, httpcore
 directly, and a bare asyncio HTTP/1.1 client as the floor. Numbers for notes.
 
     python benchmarks/bench_http_client.py [--requests 2000] [--concurrency 64]
@@ -27,14 +28,19 @@ SERVE = (
 )
 
 
-async def with_httpx(url: str, requests: int, concurrency: int, default_pool: bool) -> None:
+async def with_httpx(url: str, requests: int, concurrency: int, configured: str) -> None:
     import httpx
 
     sys.path.insert(0, str(HERE.parent))
-    from pytest_evalmine.adapters.http import client_options_for
+    from pytest_evalmine.adapters.http import client_options_for, new_client
 
-    options = {} if default_pool else client_options_for(url)
-    async with httpx.AsyncClient(**options) as client:
+    if configured == "adapters":
+        client = new_client(url, **client_options_for(url))
+    elif configured == "pool":
+        client = httpx.AsyncClient(**client_options_for(url))
+    else:
+        client = httpx.AsyncClient()
+    async with client:
         await _spread(requests, concurrency, lambda: _httpx_post(client, url))
 
 
@@ -109,8 +115,9 @@ def main() -> None:
         url = f"http://127.0.0.1:{server.stdout.readline().strip()}"
         n, width = args.requests, args.concurrency
         clients = {
-            "httpx, the adapters' pool": lambda: with_httpx(url, n, width, False),
-            "httpx, default pool": lambda: with_httpx(url, n, width, True),
+            "httpx as the adapters use it": lambda: with_httpx(url, n, width, "adapters"),
+            "httpx, httpcore with the adapters' pool": lambda: with_httpx(url, n, width, "pool"),
+            "httpx, default pool": lambda: with_httpx(url, n, width, "default"),
             "httpcore directly": lambda: with_httpcore(url, n, width),
             "asyncio streams": lambda: with_streams(url, n, width),
         }

@@ -22,6 +22,7 @@ import httpx
 
 from ..redaction import redact, remember_key
 from .base import AdapterError, max_response_bytes
+from .transport import plain_http_transport_for
 
 # Longest provider message we keep: enough to act on, short enough for a one-line outcome.
 MAX_MESSAGE_CHARS = 500
@@ -70,6 +71,7 @@ class ClientHolder:
     """
 
     def __init__(self, base_url: str = "", **client_options: Any) -> None:
+        self._base_url = base_url
         self._options = {**client_options_for(base_url), **client_options}
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -77,7 +79,7 @@ class ClientHolder:
     def get(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop or self._client.is_closed:
-            self._client = httpx.AsyncClient(**self._options)
+            self._client = new_client(self._base_url, **self._options)
             self._loop = loop
         return self._client
 
@@ -103,6 +105,17 @@ def client_options_for(base_url: str) -> dict[str, Any]:
     if base_url.startswith("http://"):
         options["verify"] = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     return options
+
+
+def new_client(base_url: str, **options: Any) -> httpx.AsyncClient:
+    """An ``httpx.AsyncClient`` for ``base_url``; a plain-http endpoint without a proxy gets
+    a transport of its own under it (``transport.PlainHttpTransport``): the same client API
+    at a small part of httpcore's CPU per request."""
+    if "transport" not in options:
+        transport = plain_http_transport_for(base_url)
+        if transport is not None:
+            options = {**options, "transport": transport}
+    return httpx.AsyncClient(**options)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
