@@ -20,7 +20,6 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -29,7 +28,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from common import child_environment
+from common import child_environment, pytest_command
 
 # Python's default backlog (5) drops connections when 32 arrive at once; each drop costs the
 # client a one-second SYN retry and inflates every figure.
@@ -149,14 +148,15 @@ class Run:
     max_in_flight: int
 
 
-def run(folder: Path, server: BenchServer, concurrency: int, *extra: str) -> Run:
-    command = [
-        sys.executable, "-m", "pytest", "bench.eval.yaml", "-q", "-p", "no:cacheprovider",
-        "-p", "no:benchmark",
+def run(
+    folder: Path, server: BenchServer, concurrency: int, *extra: str, all_plugins: bool = False
+) -> Run:
+    command = pytest_command(
+        "bench.eval.yaml", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
         f"--evalmine-endpoint=srv={server_url(server)}/v1,free",
-        f"--evalmine-concurrency={concurrency}", *extra,
-    ]  # fmt: skip
-    env = {**child_environment(), "EVALMINE_HOME": str(folder / ".evalmine")}
+        f"--evalmine-concurrency={concurrency}", *extra, all_plugins=all_plugins,
+    )  # fmt: skip
+    env = {**child_environment(all_plugins), "EVALMINE_HOME": str(folder / ".evalmine")}
     with server.lock:
         server.traffic = Traffic()
     started = time.perf_counter()
@@ -183,8 +183,11 @@ def server_url(server: BenchServer) -> str:
     return f"http://127.0.0.1:{server.server_address[1]}"
 
 
-def measure(cases: int, latency_s: float, concurrency: int) -> dict[str, Any]:
-    """One cold run and its warm rerun, each in a fresh cache folder."""
+def measure(
+    cases: int, latency_s: float, concurrency: int, all_plugins: bool = False
+) -> dict[str, Any]:
+    """One cold run and its warm rerun in a fresh cache folder; ``all_plugins``: with every
+    pytest plugin installed here autoloaded (common.child_environment)."""
     server = BenchServer(latency_s)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -192,9 +195,10 @@ def measure(cases: int, latency_s: float, concurrency: int) -> dict[str, Any]:
         with tempfile.TemporaryDirectory() as scratch:
             folder = Path(scratch)
             write_suite(folder, cases)
-            run(folder, server, concurrency, "--collect-only")  # fills the bytecode cache
-            cold = run(folder, server, concurrency)
-            warm = run(folder, server, concurrency)
+            # The first process fills the bytecode cache.
+            run(folder, server, concurrency, "--collect-only", all_plugins=all_plugins)
+            cold = run(folder, server, concurrency, all_plugins=all_plugins)
+            warm = run(folder, server, concurrency, all_plugins=all_plugins)
     finally:
         server.shutdown()
         server.server_close()
@@ -235,9 +239,17 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print the medians as JSON")
+    parser.add_argument(
+        "--all-plugins",
+        action="store_true",
+        help="autoload every pytest plugin installed here (default: this project's only)",
+    )
     args = parser.parse_args()
     result = median_of(
-        [measure(args.cases, args.latency, args.concurrency) for _ in range(args.repeat)]
+        [
+            measure(args.cases, args.latency, args.concurrency, args.all_plugins)
+            for _ in range(args.repeat)
+        ]
     )
     if args.json:
         print(json.dumps(result))

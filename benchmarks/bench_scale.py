@@ -12,12 +12,11 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from common import child_environment
+from common import child_environment, pytest_command
 
 COLLECTED = re.compile(r"(\d+) tests? collected in ([0-9.]+)s")
 
@@ -45,10 +44,10 @@ def write_suite(folder: Path, cases: int) -> None:
 def run(folder: Path, *extra: str) -> tuple[float, float, float, str]:
     """(wall seconds, CPU seconds, peak RSS in MB, stdout) of one pytest process. CPU time
     is reported beside wall time: on a shared machine it is the steadier of the two."""
-    command = [
-        sys.executable, "-m", "pytest", "scale.eval.yaml", "--evalmine-fake", "-q",
-        "-p", "no:cacheprovider", "-p", "no:benchmark", *extra,
-    ]  # fmt: skip
+    command = pytest_command(
+        "scale.eval.yaml", "--evalmine-fake", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
+        *extra,
+    )  # fmt: skip
     env = {**child_environment(), "EVALMINE_HOME": str(folder / ".evalmine")}
     started = time.perf_counter()
     process = subprocess.Popen(
