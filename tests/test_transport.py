@@ -8,6 +8,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import gzip
+import socket
+import threading
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -302,6 +305,39 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None
         await asyncio.sleep(0.05)  # the server's FIN arrives while the connection is idle
         assert (await fetch(client, server.url)).status_code == 200
     assert server.connections == 2
+
+
+def test_a_connection_closed_while_the_loop_was_not_running_is_not_reused() -> None:
+    # Between batches (answers, then items, then the judge) no event loop runs, so the FIN
+    # of a server's keep-alive timeout waits unprocessed in the kernel when the next batch
+    # takes its first connection: the connection must be checked at the socket.
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[socket.socket] = []
+
+    def serve_one_then_close() -> None:
+        for _ in range(2):
+            connection, _ = listener.accept()
+            accepted.append(connection)
+            connection.recv(65536)
+            connection.sendall(reply())
+            time.sleep(0.02)
+            connection.close()  # a keep-alive timeout, while the client's loop is stopped
+
+    server = threading.Thread(target=serve_one_then_close, daemon=True)
+    server.start()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    loop = asyncio.new_event_loop()
+    try:
+        client = httpx.AsyncClient(transport=PlainHttpTransport())
+        assert loop.run_until_complete(fetch(client, url)).status_code == 200
+        time.sleep(0.2)  # the FIN arrives; no loop runs
+        assert loop.run_until_complete(fetch(client, url)).status_code == 200
+        loop.run_until_complete(client.aclose())
+    finally:
+        loop.close()
+        server.join(5)
+        listener.close()
+    assert len(accepted) == 2
 
 
 @pytest.mark.parametrize(

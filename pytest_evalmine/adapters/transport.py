@@ -18,6 +18,7 @@ cut short, body not read to its end) is closed, never reused.
 from __future__ import annotations
 
 import asyncio
+import select
 import urllib.request
 from collections.abc import AsyncIterator
 
@@ -47,6 +48,14 @@ def plain_http_transport_for(base_url: str) -> PlainHttpTransport | None:
     return PlainHttpTransport()
 
 
+def _readable(fileno: int) -> bool:
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fileno, select.POLLIN)
+        return bool(poller.poll(0))
+    return bool(select.select([fileno], [], [], 0)[0])  # Windows: no poll, no fd limit
+
+
 class _Connection:
     __slots__ = ("reader", "writer")
 
@@ -55,9 +64,14 @@ class _Connection:
         self.writer = writer
 
     def reusable(self) -> bool:
-        # A server that closed an idle connection has delivered its EOF by the time the
-        # connection is taken again (the loop ran in between).
-        return not (self.reader.at_eof() or self.writer.is_closing())
+        """Whether an idle connection can carry the next request. The socket itself is asked:
+        between batches no event loop runs, so a server's close (its keep-alive timeout) can
+        wait in the kernel unseen by the stream; an idle connection that is readable holds
+        that close, or bytes nobody asked for, and is not reused."""
+        if self.reader.at_eof() or self.writer.is_closing():
+            return False
+        sock = self.writer.get_extra_info("socket")
+        return sock is None or not _readable(sock.fileno())
 
     def close(self) -> None:
         self.writer.close()
