@@ -194,6 +194,35 @@ def test_the_plain_dicts_equal_dataclasses_asdict() -> None:
     assert pair.to_dict() == {**expected, "outcome": "soft_win"}
 
 
+FREEZE_PROBE = """
+import gc
+from pathlib import Path
+
+def pytest_runtest_setup(item):
+    with Path("frozen-at-setup.txt").open("a") as probe:
+        probe.write(f"{gc.get_freeze_count()}\\n")
+"""
+
+
+def test_a_suite_run_freezes_what_start_up_left_before_its_first_item(
+    pytester: pytest.Pytester,
+) -> None:
+    # The modules and items then stay out of the full collections made while items run and
+    # the judge is waited for; a run without suite items leaves the collector alone.
+    pytester.makeconftest(FREEZE_PROBE)
+    pytester.makefile(".eval.yaml", small=SMALL_SUITE)
+    pytester.makepyfile(test_plain="def test_one():\n    assert True\n")
+    probe = pytester.path / "frozen-at-setup.txt"
+    gc.unfreeze()
+    pytester.runpytest("test_plain.py", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    assert probe.read_text().split() == ["0"]
+    probe.unlink()
+    pytester.runpytest("--evalmine-fake", "-p", "no:cacheprovider").assert_outcomes(passed=7)
+    counts = [int(n) for n in probe.read_text().split()]
+    assert len(counts) == 7 and min(counts) > 0
+    gc.unfreeze()
+
+
 def test_a_suite_run_freezes_its_survivors_and_the_next_run_frees_them(
     pytester: pytest.Pytester,
 ) -> None:
