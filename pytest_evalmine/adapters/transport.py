@@ -94,10 +94,10 @@ class PlainHttpTransport(httpx.AsyncBaseTransport):
             raise httpx.ConnectError("the client is closed", request=request)
         timeouts = request.extensions.get("timeout", {})
         origin = (url.host, url.port or 80)
-        head = _request_head(request)
+        head, chunked = _request_head(request)
         connection = await self._connection(origin, timeouts.get("connect"), request)
         try:
-            await _send_request(connection, head, request)
+            await _send_request(connection, head, chunked, request)
             version, status, reason, headers = await _read_head(connection.reader, request)
         except BaseException:
             connection.close()
@@ -144,30 +144,39 @@ class PlainHttpTransport(httpx.AsyncBaseTransport):
                 connection.close()
 
 
-def _request_head(request: httpx.Request) -> bytes:
+def _request_head(request: httpx.Request) -> tuple[bytes, bool]:
+    """The request line and headers, and whether the body goes chunked (a body of unknown
+    length: httpx then sets ``Transfer-Encoding: chunked`` and leaves the framing to us)."""
     target = request.url.raw_path or b"/"
     lines = [request.method.encode("ascii") + b" " + target + b" HTTP/1.1"]
+    chunked = False
     for name, value in request.headers.raw:
         if b"\r" in value or b"\n" in value or b"\r" in name or b"\n" in name:
             raise httpx.LocalProtocolError("a header holds a line break", request=request)
+        if name.lower() == b"transfer-encoding":
+            chunked = value.lower().rsplit(b",", 1)[-1].strip() == b"chunked"
         lines.append(name + b": " + value)
-    return b"\r\n".join(lines) + b"\r\n\r\n"
+    return b"\r\n".join(lines) + b"\r\n\r\n", chunked
 
 
-async def _send_request(connection: _Connection, head: bytes, request: httpx.Request) -> None:
+async def _send_request(
+    connection: _Connection, head: bytes, chunked: bool, request: httpx.Request
+) -> None:
     writer = connection.writer
-    chunked = request.headers.get("transfer-encoding", "").lower() == "chunked"
     try:
-        writer.write(head)
-        async for piece in request.stream:  # type: ignore[union-attr]
-            if not piece:
-                continue
-            if chunked:
-                writer.write(b"%x\r\n%b\r\n" % (len(piece), piece))
-            else:
-                writer.write(piece)
         if chunked:
+            writer.write(head)
+            async for piece in request.stream:  # type: ignore[union-attr]
+                if piece:
+                    writer.write(b"%x\r\n%b\r\n" % (len(piece), piece))
             writer.write(b"0\r\n\r\n")
+        else:
+            # A body of known length is in memory already: head and body leave in one write
+            # (one send system call instead of two).
+            pieces = [head]
+            async for piece in request.stream:  # type: ignore[union-attr]
+                pieces.append(piece)
+            writer.write(b"".join(pieces))
         await writer.drain()
     except OSError as exc:
         raise httpx.WriteError(str(exc) or type(exc).__name__, request=request) from None
