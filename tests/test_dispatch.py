@@ -122,6 +122,37 @@ def test_cap_is_never_overshot_under_concurrency(tmp_path: Path) -> None:
     assert open_reservations == 0
 
 
+def test_the_reservations_of_one_turn_share_a_transaction(tmp_path: Path) -> None:
+    probe = Probe(latency_s=0.01)
+    dispatcher = make_dispatcher(tmp_path, probe, concurrency=8)
+    sizes: list[int] = []
+    reserve_each = dispatcher.store.reserve_each
+
+    def counted(run_token: str, wanted: list[tuple[str, float]], cap: float) -> list[int | None]:
+        sizes.append(len(wanted))
+        return reserve_each(run_token, wanted, cap)
+
+    dispatcher.store.reserve_each = counted  # type: ignore[method-assign]
+    outcomes = dispatcher.run(dispatcher.plan(requests(40)))
+    assert {o.status for o in outcomes.values()} == {OK}
+    assert sum(sizes) == 40  # each call reserved once
+    assert sizes[0] == 8  # the first turn: every slot at once
+    assert max(sizes) <= 8 and len(sizes) < 40
+
+
+def test_reserving_in_one_transaction_grants_what_one_at_a_time_grants(tmp_path: Path) -> None:
+    store = Store(tmp_path / "cache.sqlite")
+    store.reserve("earlier run", "x", 5.0, cap=5.0)  # another run's money is not ours
+    wanted = [("a", 0.4), ("b", 0.5), ("c", 0.2), ("d", 0.3), ("e", 0.1)]
+    together = store.reserve_each("run", wanted, cap=1.0)
+    assert [reservation is not None for reservation in together] == [
+        True, True, False, False, True,
+    ]  # fmt: skip
+    assert store.committed("run") == pytest.approx(1.0)
+    one_by_one = [store.reserve("run 2", key, amount, cap=1.0) for key, amount in wanted]
+    assert [r is not None for r in one_by_one] == [r is not None for r in together]
+
+
 def test_retryable_errors_are_retried_and_others_are_not(tmp_path: Path) -> None:
     probe = Probe(
         failures=[AdapterError("rate_limit", "slow down", retryable=True, retry_after_s=0)]

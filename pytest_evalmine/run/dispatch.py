@@ -36,6 +36,7 @@ from ..errors import EvalmineError, EvalmineWarning
 from ..redaction import count_redacted, redact
 from .loop import SessionLoop
 from .prices import PriceRow, PriceTable, declared_row
+from .same_turn import SameTurn
 from .store import (
     ANSWERED,
     CLAIMED,
@@ -254,9 +255,10 @@ class Dispatcher:
     _poller: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _calls: set[asyncio.Future[Response]] = field(default_factory=set, init=False, repr=False)
     _grace_over: bool = field(default=False, init=False, repr=False)
-    _unsaved: list[tuple[PaidAnswer, asyncio.Future[None]]] = field(
-        default_factory=list, init=False, repr=False
+    _reservations: SameTurn[tuple[Planned, bool], int | None] | None = field(
+        default=None, init=False, repr=False
     )
+    _answers: SameTurn[PaidAnswer, None] | None = field(default=None, init=False, repr=False)
     _settled: asyncio.Event | None = field(default=None, init=False, repr=False)
     _pacers: dict[str, _Pacer] = field(default_factory=dict, init=False, repr=False)
 
@@ -416,6 +418,8 @@ class Dispatcher:
     ) -> dict[str, Outcome]:
         self._in_flight = 0
         self._settled = asyncio.Event()
+        self._reservations = SameTurn(self._reserve_each, self._unclaimed_reservation)
+        self._answers = SameTurn(self._record_paid_answers)
         self._waiting, self._poller = {}, None
         overlapping: set[str] = set()
         unique = {p.key: p for p in planned}
@@ -593,13 +597,8 @@ class Dispatcher:
 
     async def _call_within_budget(self, item: Planned) -> Outcome:
         reservation = await self._reserve(item, holding=False)
-        if self.interrupted:
-            if reservation is not None:
-                self.store.release(reservation)
-            return _interrupted_outcome(item.key)
         if reservation is None:
-            return _budget_outcome(item.key)
-        self._in_flight += 1
+            return _interrupted_outcome(item.key) if self.interrupted else _budget_outcome(item.key)
         try:
             return await self._call(item, reservation)
         finally:
@@ -610,13 +609,17 @@ class Dispatcher:
     async def _reserve(self, item: Planned, *, holding: bool) -> int | None:
         """Reserve the call's worst case. While calls of ours are in flight their settled
         cost will usually be below what they reserved, so wait for them before giving up.
-        ``holding``: this call is in flight already (a retry after a possibly billed try)."""
+        ``holding``: this call is in flight already (a retry after a possibly billed try).
+        A call that is not ``holding`` counts as in flight from its reservation on."""
+        assert self._reservations is not None
         while not (self.budget_exhausted or self.interrupted):
-            reservation = self.store.reserve(
-                self.run_token, item.key, item.max_cost_usd, self.cap_usd
-            )
+            reservation = await self._reservations.submit((item, holding))
             if reservation is not None:
-                return reservation
+                if not self.interrupted:
+                    return reservation
+                # Ctrl-C came while this turn's reservations were being made.
+                self._unclaimed_reservation((item, holding), reservation)
+                break
             if self._in_flight == int(holding):
                 self.budget_exhausted = True
                 break
@@ -624,6 +627,29 @@ class Dispatcher:
             self._settled.clear()
             await self._settled.wait()
         return None
+
+    def _reserve_each(self, wanted: list[tuple[Planned, bool]]) -> list[int | None]:
+        """The reservations asked for in one turn of the loop, in one transaction. A granted
+        one is counted in flight at once, so a request of the same turn that did not fit
+        waits for it to settle instead of giving up."""
+        reservations = self.store.reserve_each(
+            self.run_token, [(item.key, item.max_cost_usd) for item, _ in wanted], self.cap_usd
+        )
+        for (_, holding), reservation in zip(wanted, reservations, strict=True):
+            if reservation is not None and not holding:
+                self._in_flight += 1
+        return reservations
+
+    def _unclaimed_reservation(self, wanted: tuple[Planned, bool], reservation: int | None) -> None:
+        """A reservation nobody will use (its task was cancelled or interrupted): released,
+        and no longer counted in flight."""
+        if reservation is None:
+            return
+        self.store.release(reservation)
+        if not wanted[1]:
+            self._in_flight -= 1
+            assert self._settled is not None
+            self._settled.set()
 
     async def _call(self, item: Planned, reservation: int) -> Outcome:
         attempts = 0
@@ -731,25 +757,13 @@ class Dispatcher:
 
     async def _keep(self, answer: PaidAnswer) -> None:
         """Store ``answer`` durably; returns once it is committed. Answers that arrive in the
-        same turn of the event loop share one transaction (the commit runs after every task
-        that was ready with it has queued its answer)."""
-        loop = asyncio.get_running_loop()
-        done = loop.create_future()
-        if not self._unsaved:
-            loop.call_soon(self._save_unsaved)
-        self._unsaved.append((answer, done))
-        await done
+        same turn of the event loop share one transaction."""
+        assert self._answers is not None
+        await self._answers.submit(answer)
 
-    def _save_unsaved(self) -> None:
-        batch, self._unsaved = self._unsaved, []
-        try:
-            self.store.record_paid_answers([answer for answer, _ in batch])
-        except BaseException as exc:
-            for _, done in batch:
-                done.set_exception(exc)
-            return
-        for _, done in batch:
-            done.set_result(None)
+    def _record_paid_answers(self, answers: list[PaidAnswer]) -> list[None]:
+        self.store.record_paid_answers(answers)
+        return [None] * len(answers)
 
     async def _send(self, item: Planned) -> Response:
         """The adapter call, tracked so that the end of the Ctrl-C grace can cancel it."""

@@ -315,20 +315,35 @@ class Store:
     # ledger ----------------------------------------------------------------------------
     def reserve(self, run_token: str, key: str, amount: float, cap: float) -> int | None:
         """Reserve ``amount`` against ``cap`` for this run; ``None`` when it does not fit."""
+        return self.reserve_each(run_token, [(key, amount)], cap)[0]
+
+    def reserve_each(
+        self, run_token: str, wanted: list[tuple[str, float]], cap: float
+    ) -> list[int | None]:
+        """Reserve each ``(key, amount)`` in turn against ``cap`` in one transaction, exactly
+        as one ``reserve`` after another would: a reservation id, or ``None`` where the
+        amount does not fit what the earlier ones left."""
+        reservations: list[int | None] = []
         with self._write(self.connection) as db:
             committed = _running_total(db, run_token)
-            if committed + amount > cap + 1e-12:
-                return None
-            cursor = db.execute(
-                "INSERT INTO ledger (run_token, key, reserved_usd, state) "
-                "VALUES (?, ?, ?, 'reserved')",
-                (run_token, key, amount),
-            )
-            db.execute(
-                "UPDATE run_totals SET committed_usd = committed_usd + ? WHERE run_token = ?",
-                (amount, run_token),
-            )
-            return int(cursor.lastrowid or 0)
+            added = 0.0
+            for key, amount in wanted:
+                if committed + added + amount > cap + 1e-12:
+                    reservations.append(None)
+                    continue
+                cursor = db.execute(
+                    "INSERT INTO ledger (run_token, key, reserved_usd, state) "
+                    "VALUES (?, ?, ?, 'reserved')",
+                    (run_token, key, amount),
+                )
+                added += amount
+                reservations.append(int(cursor.lastrowid or 0))
+            if added:
+                db.execute(
+                    "UPDATE run_totals SET committed_usd = committed_usd + ? WHERE run_token = ?",
+                    (added, run_token),
+                )
+        return reservations
 
     def release(self, reservation: int) -> None:
         with self._write(self.connection) as db:
