@@ -30,26 +30,31 @@ KEY_PATTERNS = (
 # scan, which was seconds of writing a 10,000-case run's reports.
 KEY_PREFIXES = ("sk-", "AIza")
 
-_loaded: set[str] = set()
+# The loaded keys, longest first; replaced whole (never mutated) so ``redact``, called for
+# every piece of every file a run writes, reads it without a lock or a copy.
+_loaded: tuple[str, ...] = ()
 _lock = threading.Lock()
 
 
 def remember_key(value: str) -> None:
     """Record a key value read from the environment; from now on it is redacted everywhere
     in this process."""
+    global _loaded
     if len(value) >= MIN_SECRET_CHARS:
         with _lock:
-            _loaded.add(value)
+            if value not in _loaded:
+                _loaded = tuple(sorted((*_loaded, value), key=len, reverse=True))
 
 
 def redact(text: str, extra: Iterable[str | None] = ()) -> str:
     """``text`` with every loaded key, every value of ``extra`` and every key-shaped string
     replaced by ``[redacted]``. Longer values go first, so a key that contains another is
     replaced whole."""
-    with _lock:
-        values = set(_loaded)
-    values.update(v for v in extra if v and len(v) >= MIN_SECRET_CHARS)
-    for value in sorted(values, key=len, reverse=True):
+    values = _loaded
+    more = [v for v in extra if v and len(v) >= MIN_SECRET_CHARS and v not in values]
+    if more:
+        values = tuple(sorted({*values, *more}, key=len, reverse=True))
+    for value in values:
         text = text.replace(value, REDACTED)
     if any(prefix in text for prefix in KEY_PREFIXES):
         for _provider, pattern in KEY_PATTERNS:
