@@ -122,15 +122,13 @@ def finish_run(
         )
         held_back = _why_latest_stays(session, suite, summary)
         summary = dataclasses.replace(summary, latest_note=held_back)
+        report = summary.to_json()
         previous = _previous_report(session, suite, report_root)
         if previous is not None:
-            summary = dataclasses.replace(
-                summary,
-                changes=compare_reports(
-                    summary.to_json(), load_report(previous), suite.mover_threshold
-                ),
-            )
-        run_dir = write_run(summary, report_root, move_latest=held_back is None)
+            changes = compare_reports(report, load_report(previous), suite.mover_threshold)
+            summary = dataclasses.replace(summary, changes=changes)
+            report["changes"] = changes  # what summary.to_json() would give now, unbuilt
+        run_dir = write_run(summary, report_root, move_latest=held_back is None, report=report)
         _write_recording(session, suite, records, headline, binary)
         fail = session.settings.fail_under_calibration or suite.judge.on_below_floor == "fail"
         finished.append(FinishedSuite(summary, run_dir, fail))

@@ -25,9 +25,16 @@ _UMASK = os.umask(0)
 os.umask(_UMASK)
 
 
-def write_run(summary: RunSummary, report_root: Path, *, move_latest: bool = True) -> Path:
+def write_run(
+    summary: RunSummary,
+    report_root: Path,
+    *,
+    move_latest: bool = True,
+    report: dict[str, Any] | None = None,
+) -> Path:
     """Write the run folder and, when ``move_latest``, point ``latest.json`` at it; returns
-    the run folder."""
+    the run folder. ``report``: ``summary.to_json()`` when the caller has built it already
+    (it is the largest part of writing a big run's files)."""
     suite_dir = report_root / summary.suite_name
     run_dir = suite_dir / summary.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -38,7 +45,8 @@ def write_run(summary: RunSummary, report_root: Path, *, move_latest: bool = Tru
     if summary.binary is not None:
         verdicts = (v.to_dict() for v in summary.binary.verdicts)
         atomic_write(run_dir / "verdicts.jsonl", jsonl_lines(verdicts))
-    report = summary.to_json()
+    if report is None:
+        report = summary.to_json()
     atomic_write(run_dir / "report.json", json.dumps(report, indent=2) + "\n")
     atomic_write(run_dir / "report.md", render_markdown(summary))
     atomic_write(run_dir / "report.html", html_pieces(report, pairs))
