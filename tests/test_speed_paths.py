@@ -223,6 +223,30 @@ def test_a_suite_run_freezes_what_start_up_left_before_its_first_item(
     gc.unfreeze()
 
 
+IMPORT_PROBE = """
+import sys
+from pathlib import Path
+
+def pytest_runtest_call(item):
+    loaded = [name in sys.modules for name in ("numpy", "pytest_evalmine.engine.finish")]
+    with Path("loaded-at-call.txt").open("a") as probe:
+        probe.write(f"{loaded}\\n")
+"""
+
+
+def test_what_session_finish_imports_is_loaded_while_the_answers_are_awaited(
+    pytester: pytest.Pytester,
+) -> None:
+    # Imported in a thread during the dispatch, so neither the items nor the judge wait for
+    # them afterwards. A subprocess: this test process has imported both long ago.
+    pytester.makeconftest(IMPORT_PROBE)
+    pytester.makefile(".eval.yaml", small=SMALL_SUITE + "judge: {model: fake/judge}\n")
+    result = pytester.runpytest_subprocess("--evalmine-fake", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=6)
+    lines = (pytester.path / "loaded-at-call.txt").read_text().splitlines()
+    assert lines == ["[True, True]"] * 6
+
+
 def test_a_suite_run_freezes_its_survivors_and_the_next_run_frees_them(
     pytester: pytest.Pytester,
 ) -> None:
