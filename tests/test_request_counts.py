@@ -20,9 +20,10 @@ CASES = 12
 CONCURRENCY = 8
 # Answers of two models, then the judge in both orders.
 POSTS = CASES * 2 + CASES * 2
-# Per request paid for: its reservation, and at most one commit of the answers that arrived
-# together (answer, settlement and claim in one). Claims are taken per wave (below). It was 4
-# before batching (issue 10, item 3); it must never grow.
+# Per request paid for, at most: its reservation and the commit of its answer (answer,
+# settlement and claim in one), each shared with the other requests of the same turn of the
+# event loop (tests/test_dispatch.py shows the sharing). Claims are taken per wave (below).
+# It was 4 before batching (issue 10, item 3); it must never grow.
 WRITES_PER_CALL = 2
 # Per run, whatever its size: the schema when the cache file is opened, and what the adapters
 # learnt from their servers, remembered after each of the three plannings (answers, the
