@@ -4,9 +4,12 @@ Local model servers (Ollama, vLLM, llama.cpp) and test doubles speak plain http 
 network, where the client's own CPU is the limit: httpx's default transport (httpcore) spends
 1.5-3 ms of CPU a request, most of it scanning its pool for idle and expired connections,
 against under 0.1 ms for the socket work itself (benchmarks/bench_http_client.py). This
-transport keeps httpx's client API (request building, headers, content decoding, timeouts
+transport keeps httpx's client API (request building, headers, content decoding, errors
 as ``httpx`` exceptions) and replaces only the wire: asyncio streams, one keep-alive stack of
-idle connections per origin, HTTP/1.1 framing by Content-Length or chunked encoding.
+idle connections per origin, HTTP/1.1 framing by Content-Length or chunked encoding. The
+connect timeout is honoured here (``httpx.ConnectTimeout``: the request never left); read and
+write deadlines are the caller's, as one overall timeout per exchange (adapters/http.py gives
+every call one), which spares a timer per read.
 
 It refuses what it does not speak (any scheme but http) and never sits behind a proxy:
 ``plain_http_transport_for`` hands it out only for an http URL no proxy setting applies to.
@@ -107,7 +110,7 @@ class PlainHttpTransport(httpx.AsyncBaseTransport):
             status,
             headers=headers,
             stream=stream,
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason},
+            extensions={"http_version": version, "reason_phrase": reason},
         )
 
     async def _connection(
