@@ -48,6 +48,7 @@ class RawServer:
     script: Callable[[bytes], bytes] = lambda _: b""
     close_after: bool = False
     connections: int = 0
+    closed_by_client: int = 0
     requests: list[bytes] = field(default_factory=list)
     port: int = 0
     handlers: set[asyncio.Task[None]] = field(default_factory=set)
@@ -71,7 +72,7 @@ class RawServer:
                 if self.close_after:
                     break
         except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+            self.closed_by_client += 1
         finally:
             writer.close()
 
@@ -340,13 +341,29 @@ def test_a_connection_closed_while_the_loop_was_not_running_is_not_reused() -> N
     assert len(accepted) == 2
 
 
+@synchronously
+async def test_a_connection_whose_response_was_refused_is_closed_not_reused() -> None:
+    answers = iter([b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n{}", reply()])
+    async with (
+        serving(RawServer(script=lambda _: next(answers))) as server,
+        httpx.AsyncClient(transport=PlainHttpTransport()) as client,
+    ):
+        with pytest.raises(httpx.RemoteProtocolError):
+            await fetch(client, server.url)
+        assert (await fetch(client, server.url)).status_code == 200
+        await asyncio.sleep(0.05)
+        assert server.closed_by_client == 1  # the refused one, at once
+    assert server.connections == 2
+
+
 @pytest.mark.parametrize(
     "raw",
     [
         reply(b"{}", b"200 OK", b"Connection: close"),
+        b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n",
         b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\n{}",
     ],
-    ids=["Connection: close", "HTTP/1.0 without keep-alive"],
+    ids=["Connection: close", "101 unasked", "HTTP/1.0 without keep-alive"],
 )
 @synchronously
 async def test_a_server_that_says_close_gets_a_new_connection_next_time(raw: bytes) -> None:

@@ -102,10 +102,10 @@ class PlainHttpTransport(httpx.AsyncBaseTransport):
         try:
             await _send_request(connection, head, chunked, request)
             version, status, reason, headers = await _read_head(connection.reader, request)
+            stream = _ResponseBody(self, origin, connection, request, version, status, headers)
         except BaseException:
             connection.close()
             raise
-        stream = _ResponseBody(self, origin, connection, request, version, status, headers)
         return httpx.Response(
             status,
             headers=headers,
@@ -260,7 +260,10 @@ class _ResponseBody(httpx.AsyncByteStream):
         self._connection: _Connection | None = connection
         self._request = request
         self._framing = body_framing(request.method, status, headers, request)
-        self._keep_alive = self._framing != "until-close" and keeps_alive(version, headers)
+        # After a 101 the connection speaks another protocol (we never ask for one).
+        self._keep_alive = (
+            self._framing != "until-close" and status != 101 and keeps_alive(version, headers)
+        )
         self._complete = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
