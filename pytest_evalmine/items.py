@@ -49,16 +49,38 @@ class TaskNode(pytest.Collector):
         # Every item of a task has the same function, parent and marks, so one fixture
         # closure serves them all; pytest would otherwise resolve it again for each item.
         fixtureinfo = None
+        # One marker per model, shared by its items like a class's marks are: a marker
+        # built per item (a mark, its decorator and kwargs) was 10 MB at 20,000 items.
+        markers: dict[str, pytest.MarkDecorator] = {}
         for spec in self.specs:
+            marker = markers.get(spec.model)
+            if marker is None:
+                marker = markers[spec.model] = evalmine_marker(spec)
             item = EvalItem.from_parent(
-                self, name=spec.name, callobj=run_eval_item, spec=spec, fixtureinfo=fixtureinfo
+                self,
+                name=spec.name,
+                callobj=run_eval_item,
+                spec=spec,
+                marker=marker,
+                fixtureinfo=fixtureinfo,
             )
             fixtureinfo = item._fixtureinfo
             yield item
 
 
+def evalmine_marker(spec: ItemSpec) -> pytest.MarkDecorator:
+    """The marker ``-m "evalmine(...)"`` selects an item by."""
+    return pytest.mark.evalmine(
+        suite=spec.suite.name,
+        task=spec.task.id,
+        kind=spec.task.kind,
+        model=spec.model,
+        provider=spec.model.split("/", 1)[0],
+    )
+
+
 class EvalItem(pytest.Function):
-    def __init__(self, *, spec: ItemSpec, **kwargs: Any) -> None:
+    def __init__(self, *, spec: ItemSpec, marker: pytest.MarkDecorator, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.spec = spec
         structured = getattr(self, "_id", None)
@@ -67,15 +89,7 @@ class EvalItem(pytest.Function):
             # --deselect): re-parse ours so "[model]" is its params part, as it is for a
             # parametrized test and for the ids read back from the cache.
             self._id = type(structured).parse(str(structured))
-        self.add_marker(
-            pytest.mark.evalmine(
-                suite=spec.suite.name,
-                task=spec.task.id,
-                kind=spec.task.kind,
-                model=spec.model,
-                provider=spec.model.split("/", 1)[0],
-            )
-        )
+        self.add_marker(marker)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, None, f"{self.spec.task.id}::{self.name}"

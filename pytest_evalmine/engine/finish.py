@@ -72,6 +72,7 @@ def finish_run(
     by_suite: dict[str, list[AnswerRecord]] = {}
     for record in session.all_records():
         by_suite.setdefault(record.suite_file, []).append(record)
+    session.release_outcomes()
     finished = []
     for suite_file, records in sorted(by_suite.items()):
         suite = session.load(session.rootdir / suite_file)
