@@ -250,13 +250,16 @@ def _preload_session_finish() -> threading.Thread:
 
 
 # In the order they are first needed: the first item's checks and junit properties once
-# the answers are in, then session finish, then the intervals after the judge.
+# the answers are in, then session finish, then the intervals after the judge (numpy loads
+# numpy.random and numpy.ma, which np.unique uses, only when they are first touched).
 SESSION_FINISH_IMPORTS = (
     ".scoring.execution",
     ".reports.junit",
     ".engine.finish",
     ".reports.terminal",
     "numpy",
+    "numpy.random",
+    "numpy.ma",
 )
 
 
