@@ -218,7 +218,7 @@ def evalmine_answers(
             judging = session.dispatcher(evalmine_judge_adapters)
             planned = session.preflight(evalmine_dispatcher, specs, judging)
             _say(config, session.cap_warning)
-            preloading = _preload_session_finish()
+            preloading = _SessionFinishPreload(evalmine_dispatcher)
         try:
             outcomes = session.dispatch(evalmine_dispatcher, specs, planned)
         finally:
@@ -238,15 +238,34 @@ def evalmine_answers(
     return outcomes
 
 
-def _preload_session_finish() -> threading.Thread:
+class _SessionFinishPreload:
     """Imports what session finish needs and dispatching does not, in a thread, while the
     answers are awaited: the judging and report modules and numpy (the bootstrap intervals).
     Imported where they are first used, they cost 0.1-0.2 s of a run's wall time between
-    the last answer and the first judge request, and after the last verdict."""
-    thread = threading.Thread(target=_import_for_session_finish, name="evalmine-preload")
-    thread.daemon = True  # joined when the dispatch returns; never keeps a process alive
-    thread.start()
-    return thread
+    the last answer and the first judge request, and after the last verdict.
+
+    The thread starts when the first answer is in (cached ones come at once), so it never
+    holds the interpreter while the first requests are being sent, and ``join`` restores
+    the dispatcher's own progress report."""
+
+    def __init__(self, dispatcher: Dispatcher) -> None:
+        self.dispatcher = dispatcher
+        self.shown = dispatcher.on_progress
+        self.thread = threading.Thread(target=_import_for_session_finish, name="evalmine-preload")
+        self.thread.daemon = True  # joined when the dispatch returns
+        dispatcher.on_progress = self.answer_arrived
+
+    def answer_arrived(self, progress: Progress) -> None:
+        if self.thread.ident is None:
+            self.thread.start()
+        if self.shown is not None:
+            self.shown(progress)
+
+    def join(self) -> None:
+        self.dispatcher.on_progress = self.shown
+        if self.thread.ident is None:  # nothing to send: no answer called back
+            self.thread.start()
+        self.thread.join()
 
 
 # In the order they are first needed: the first item's checks and junit properties once
