@@ -21,7 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pytest_evalmine.adapters.http import ClientHolder, new_client
+from pytest_evalmine.adapters.base import AdapterError
+from pytest_evalmine.adapters.http import ClientHolder, new_client, post_json
 from pytest_evalmine.adapters.transport import PlainHttpTransport, plain_http_transport_for
 
 from .http_server import refused_url
@@ -541,3 +542,15 @@ async def test_every_client_of_a_holder_gets_a_transport_of_its_own() -> None:
     assert second._transport is not transport
     await holder.aclose()
     assert not isinstance(new_client("https://example.invalid")._transport, PlainHttpTransport)
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://127.0.0.1/x", "http://[::1/x", "http:///no-host", "https://127.0.0.1:1/x"]
+)
+@synchronously
+async def test_a_url_the_client_cannot_send_to_is_a_bad_request_not_a_crash(url: str) -> None:
+    async with new_client("http://127.0.0.1:9") as client:
+        with pytest.raises(AdapterError) as raised:
+            await post_json(client, url, {}, {"a": 1}, 5)
+    assert raised.value.kind == "bad_request"
+    assert not raised.value.retryable

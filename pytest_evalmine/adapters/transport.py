@@ -89,9 +89,9 @@ class PlainHttpTransport(httpx.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        if url.scheme != "http":
+        if url.scheme != "http" or not url.host:
             raise httpx.UnsupportedProtocol(
-                f"this transport speaks plain http only, not {url.scheme!r}", request=request
+                "this client sends to http:// URLs with a host only", request=request
             )
         if self._closed:
             raise httpx.ConnectError("the client is closed", request=request)
