@@ -96,6 +96,13 @@ async def serving(server: RawServer) -> AsyncIterator[RawServer]:
         await listener.wait_closed()
 
 
+@asynccontextmanager
+async def connected(server: RawServer) -> AsyncIterator[tuple[RawServer, httpx.AsyncClient]]:
+    """``server`` listening, and a client on this transport."""
+    async with serving(server), httpx.AsyncClient(transport=PlainHttpTransport()) as client:
+        yield server, client
+
+
 def reply(body: bytes = b'{"ok": true}', status: bytes = b"200 OK", *headers: bytes) -> bytes:
     lines = [b"HTTP/1.1 " + status, b"Content-Length: %d" % len(body), *headers]
     return b"\r\n".join(lines) + b"\r\n\r\n" + body
@@ -275,10 +282,7 @@ def test_hostile_bytes_give_a_response_or_a_transport_error_never_anything_else(
 
 @synchronously
 async def test_sequential_requests_share_one_connection() -> None:
-    async with (
-        serving(RawServer(script=lambda _: reply())) as server,
-        httpx.AsyncClient(transport=PlainHttpTransport()) as client,
-    ):
+    async with connected(RawServer(script=lambda _: reply())) as (server, client):
         for _ in range(5):
             assert (await fetch(client, server.url)).json() == {"ok": True}
     assert server.connections == 1
@@ -287,10 +291,7 @@ async def test_sequential_requests_share_one_connection() -> None:
 
 @synchronously
 async def test_concurrent_requests_open_one_connection_each_then_reuse_them() -> None:
-    async with (
-        serving(RawServer(script=lambda _: reply())) as server,
-        httpx.AsyncClient(transport=PlainHttpTransport()) as client,
-    ):
+    async with connected(RawServer(script=lambda _: reply())) as (server, client):
         for _ in range(3):
             await asyncio.gather(*(fetch(client, server.url) for _ in range(8)))
     assert server.connections == 8
@@ -299,10 +300,7 @@ async def test_concurrent_requests_open_one_connection_each_then_reuse_them() ->
 
 @synchronously
 async def test_a_connection_the_server_closed_while_idle_is_not_reused() -> None:
-    async with (
-        serving(RawServer(script=lambda _: reply(), close_after=True)) as server,
-        httpx.AsyncClient(transport=PlainHttpTransport()) as client,
-    ):
+    async with connected(RawServer(script=lambda _: reply(), close_after=True)) as (server, client):
         await fetch(client, server.url)
         await asyncio.sleep(0.05)  # the server's FIN arrives while the connection is idle
         assert (await fetch(client, server.url)).status_code == 200
@@ -345,10 +343,7 @@ def test_a_connection_closed_while_the_loop_was_not_running_is_not_reused() -> N
 @synchronously
 async def test_a_connection_whose_response_was_refused_is_closed_not_reused() -> None:
     answers = iter([b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n{}", reply()])
-    async with (
-        serving(RawServer(script=lambda _: next(answers))) as server,
-        httpx.AsyncClient(transport=PlainHttpTransport()) as client,
-    ):
+    async with connected(RawServer(script=lambda _: next(answers))) as (server, client):
         with pytest.raises(httpx.RemoteProtocolError):
             await fetch(client, server.url)
         assert (await fetch(client, server.url)).status_code == 200
@@ -368,10 +363,7 @@ async def test_a_connection_whose_response_was_refused_is_closed_not_reused() ->
 )
 @synchronously
 async def test_a_server_that_says_close_gets_a_new_connection_next_time(raw: bytes) -> None:
-    async with (
-        serving(RawServer(script=lambda _: raw)) as server,
-        httpx.AsyncClient(transport=PlainHttpTransport()) as client,
-    ):
+    async with connected(RawServer(script=lambda _: raw)) as (server, client):
         await fetch(client, server.url)
         await fetch(client, server.url)
     assert server.connections == 2
@@ -380,10 +372,7 @@ async def test_a_server_that_says_close_gets_a_new_connection_next_time(raw: byt
 @synchronously
 async def test_a_body_not_read_to_its_end_closes_the_connection() -> None:
     big = reply(b"[" + b"1," * 100_000 + b"1]")
-    async with (
-        serving(RawServer(script=lambda _: big)) as server,
-        httpx.AsyncClient(transport=PlainHttpTransport()) as client,
-    ):
+    async with connected(RawServer(script=lambda _: big)) as (server, client):
         request = client.build_request("POST", server.url + "/v1/x", content=BODY)
         response = await client.send(request, stream=True)
         async for _ in response.aiter_raw():
@@ -401,10 +390,7 @@ async def test_a_cancelled_exchange_closes_its_connection() -> None:
         started.set()
         return b""  # never answers this request
 
-    async with (
-        serving(RawServer(script=slow)) as server,
-        httpx.AsyncClient(transport=PlainHttpTransport()) as client,
-    ):
+    async with connected(RawServer(script=slow)) as (server, client):
         task = asyncio.ensure_future(fetch(client, server.url))
         await started.wait()
         task.cancel()
@@ -420,10 +406,7 @@ async def test_a_cancelled_exchange_closes_its_connection() -> None:
 
 @synchronously
 async def test_the_request_on_the_wire_is_what_httpx_built() -> None:
-    async with (
-        serving(RawServer(script=lambda _: reply())) as server,
-        httpx.AsyncClient(transport=PlainHttpTransport()) as client,
-    ):
+    async with connected(RawServer(script=lambda _: reply())) as (server, client):
         await client.post(server.url + "/v1/chat?x=1", json={"a": "ü"}, headers={"X-Api-Key": "k"})
     head, _, body = server.requests[0].partition(b"\r\n\r\n")
     lines = head.split(b"\r\n")
@@ -464,10 +447,7 @@ async def test_a_streamed_request_body_is_sent_chunked() -> None:
 
 @synchronously
 async def test_a_header_value_with_a_line_break_is_never_sent() -> None:
-    async with (
-        serving(RawServer(script=lambda _: reply())) as server,
-        httpx.AsyncClient(transport=PlainHttpTransport()) as client,
-    ):
+    async with connected(RawServer(script=lambda _: reply())) as (server, client):
         with pytest.raises(httpx.LocalProtocolError):
             await client.post(server.url, content=BODY, headers={"X-A": "v\r\nX-Injected: 1"})
     assert server.requests == []
