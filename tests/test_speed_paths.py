@@ -20,6 +20,7 @@ from pytest_evalmine.adapters.builtin import default_registry
 from pytest_evalmine.adapters.http import ClientHolder
 from pytest_evalmine.judging.judge import judge_request, judge_text_chars
 from pytest_evalmine.judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
+from pytest_evalmine.plugin import PRELOAD_NUMPY_MAX_ITEMS, preloaded_modules
 from pytest_evalmine.run.dispatch import Dispatcher
 from pytest_evalmine.run.loop import SessionLoop
 from pytest_evalmine.run.prices import load_prices
@@ -245,6 +246,14 @@ def test_what_session_finish_imports_is_loaded_while_the_answers_are_awaited(
     result.assert_outcomes(passed=6)
     lines = (pytester.path / "loaded-at-call.txt").read_text().splitlines()
     assert lines == ["[True, True]"] * 6
+
+
+def test_a_large_dispatch_leaves_numpy_to_session_finish() -> None:
+    # numpy's pages would add to the memory peak of a large run's judging.
+    small = preloaded_modules(PRELOAD_NUMPY_MAX_ITEMS)
+    large = preloaded_modules(PRELOAD_NUMPY_MAX_ITEMS + 1)
+    assert "numpy" in small and ".engine.finish" in small
+    assert large == tuple(name for name in small if not name.startswith("numpy"))
 
 
 def test_a_suite_run_freezes_its_survivors_and_the_next_run_frees_them(
