@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_evalmine.adapters.base import AdapterError, Request, Response, Usage
 from pytest_evalmine.adapters.registry import AdapterRegistry
@@ -21,10 +23,12 @@ from pytest_evalmine.judging.judge import (
     PROMPT_TEMPLATE_VERSION,
     SYSTEM_PROMPT,
     VERDICT_SCHEMA,
+    _plain_verdict,
     judge_pairs,
     judge_record,
     judge_request,
     parse_verdict,
+    parsed_verdict,
 )
 from pytest_evalmine.judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair, plan_pairs
 from pytest_evalmine.run.dispatch import Dispatcher
@@ -215,6 +219,35 @@ def test_parse_verdict_rejects_unusable_verdicts(text: str) -> None:
     winner, message = parse_verdict(text)
     assert winner is None
     assert message
+
+
+VERDICT_VALUES = st.one_of(
+    st.sampled_from(["1", "2", "tie", "3", "", "TIE"]),
+    st.text(max_size=4),
+    st.integers(-2, 3),
+    st.booleans(),
+    st.none(),
+    st.lists(st.just("1"), max_size=2),
+)
+
+
+@given(
+    st.one_of(
+        st.dictionaries(st.sampled_from(["winner", "reason", "why"]), VERDICT_VALUES),
+        VERDICT_VALUES,
+    )
+)
+def test_the_plain_verdict_reading_agrees_with_the_schema(value: Any) -> None:
+    # The shortcut reads a valid verdict object without the validator; every other answer
+    # gets the validator's result and message.
+    text = json.dumps(value)
+    verdict, why = parsed_verdict(text, VERDICT_SCHEMA)
+    expected = (None, why) if verdict is None else (verdict["winner"], verdict["reason"])
+    assert parse_verdict(text) == expected
+    plain = _plain_verdict(text)
+    assert plain is None or plain == expected
+    if verdict is not None and text == json.dumps(verdict):
+        assert plain == expected  # a valid verdict object takes the shortcut
 
 
 # --- the judge record ----------------------------------------------------------------------

@@ -7,6 +7,7 @@ hash are recorded with every result, so a change to any of them is visible.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,8 @@ VERDICT_SCHEMA: dict[str, Any] = {
     "required": ["winner", "reason"],
     "additionalProperties": False,
 }
+WINNERS = frozenset(VERDICT_SCHEMA["properties"]["winner"]["enum"])
+VERDICT_KEYS = VERDICT_SCHEMA["properties"].keys()
 SYSTEM_PROMPT = (
     "You are a careful, impartial evaluator. You compare two answers to the same task and "
     "decide which one serves the user better according to the rubric. The order of the "
@@ -176,8 +179,27 @@ def parsed_verdict(text: str, schema: dict[str, Any]) -> tuple[dict[str, Any] | 
 
 def parse_verdict(text: str) -> tuple[str | None, str]:
     """(winner, reason) from a judge answer; winner None when it is unusable."""
+    plain = _plain_verdict(text)
+    if plain is not None:
+        return plain
     verdict, why = parsed_verdict(text, VERDICT_SCHEMA)
     return (None, why) if verdict is None else (verdict["winner"], verdict["reason"])
+
+
+def _plain_verdict(text: str) -> tuple[str, str] | None:
+    """The verdict of an answer that is exactly a valid verdict object, read without the
+    schema validator (a third of reading a verdict, which every judged pair does twice);
+    None for anything else, which then takes the validator's way (and its messages)."""
+    try:
+        verdict = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(verdict, dict) or verdict.keys() != VERDICT_KEYS:
+        return None
+    winner, reason = verdict["winner"], verdict["reason"]
+    if isinstance(winner, str) and winner in WINNERS and isinstance(reason, str):
+        return winner, reason
+    return None
 
 
 def judge_pairs(
