@@ -185,8 +185,8 @@ def test_the_plain_dicts_equal_dataclasses_asdict() -> None:
     )
     pair = Pair("s", "t", "c", "fake/a", "fake/b", prompt="p", baseline_checks=[check.to_dict()])
     pair.passes = [
-        JudgePass(BASELINE_FIRST, "2", "r", "k1", cost_usd=0.1),
-        JudgePass(CANDIDATE_FIRST, "tie", "r", "k2", error="e"),
+        JudgePass(BASELINE_FIRST, "2", "r", key="k1", cost_usd=0.1),
+        JudgePass(CANDIDATE_FIRST, "tie", "r", key="k2", error="e"),
     ]
     expected = dataclasses.asdict(pair)
     for entry, verdict in zip(expected["passes"], ("win", "tie"), strict=True):

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..adapters.base import Request
 from ..run.dispatch import OK, Dispatcher, Outcome
-from ..run.records import FAILED, PASSED, AnswerRecord
+from ..run.records import FAILED, PASSED, AnswerRecord, CallAccounting
 from ..suite.canonical import sha256_hex
 from ..suite.loader import Criterion, Suite
 from .judge import parsed_verdict, task_prompt
@@ -48,7 +48,7 @@ PASS only when the answer meets the criterion; the critique says why, in one sen
 
 
 @dataclass
-class CriterionVerdict:
+class CriterionVerdict(CallAccounting):
     """The judge's verdict on one answer for one criterion (a line of verdicts.jsonl)."""
 
     task: str
@@ -59,13 +59,6 @@ class CriterionVerdict:
     critique: str = ""
     status: str = OK
     error: str | None = None
-    key: str = ""
-    cached: bool = False
-    cost_usd: float = 0.0
-    cost_if_uncached_usd: float = 0.0
-    possibly_billed_usd: float = 0.0
-    attempts: int = 0
-    redactions: int = 0
 
     @property
     def answer(self) -> tuple[str, str, str]:

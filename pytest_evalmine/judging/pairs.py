@@ -15,6 +15,7 @@ from ..run.records import (
     PASSED,
     REPLAY_MISS,
     AnswerRecord,
+    CallAccounting,
 )
 
 BASELINE_FIRST = "baseline_first"
@@ -45,19 +46,12 @@ EXCLUSION_REASONS = (
 
 
 @dataclass
-class JudgePass:
+class JudgePass(CallAccounting):
     order: str
     winner_slot: str | None = None  # "1", "2", "tie"; None when no usable verdict
     reason: str = ""
-    key: str = ""
-    cached: bool = False
-    cost_usd: float = 0.0
-    cost_if_uncached_usd: float = 0.0
-    possibly_billed_usd: float = 0.0
-    attempts: int = 0
     error: str | None = None
     error_kind: str | None = None
-    redactions: int = 0
 
     @property
     def candidate_verdict(self) -> str | None:

@@ -36,6 +36,7 @@ from ..errors import EvalmineError, EvalmineWarning
 from ..redaction import count_redacted, redact
 from .loop import SessionLoop
 from .prices import PriceRow, PriceTable, declared_row
+from .records import ACCOUNTING_FIELDS
 from .same_turn import SameTurn
 from .store import (
     ANSWERED,
@@ -181,15 +182,7 @@ class Outcome:
     def accounting(self) -> dict[str, Any]:
         """What every kept record of a call carries about it (an answer, a judge pass, a
         criterion verdict): its cache key, how it was paid for, its tries, its redactions."""
-        return {
-            "key": self.key,
-            "cached": self.cached,
-            "cost_usd": self.cost_usd,
-            "cost_if_uncached_usd": self.cost_if_uncached_usd,
-            "possibly_billed_usd": self.possibly_billed_usd,
-            "attempts": self.attempts,
-            "redactions": self.redactions,
-        }
+        return {name: getattr(self, name) for name in ACCOUNTING_FIELDS}
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,28 @@ def with_repeat(model: str, repeat: int) -> str:
     return f"{model}#r{repeat}" if repeat else model
 
 
+@dataclass(kw_only=True)
+class CallAccounting:
+    """What every kept record of a call carries about it (an answer, a judge pass, a
+    criterion verdict): its cache key, how it was paid for, its tries, its redactions. Filled
+    from the dispatcher's outcome (``Outcome.accounting``); keyword-only, so the records'
+    own fields keep their places."""
+
+    key: str = ""
+    cached: bool = False
+    cost_usd: float = 0.0
+    cost_if_uncached_usd: float = 0.0
+    # Worst case of tries that were sent and failed: the provider may have billed them.
+    possibly_billed_usd: float = 0.0
+    attempts: int = 0
+    redactions: int = 0
+
+
+ACCOUNTING_FIELDS = tuple(f.name for f in fields(CallAccounting))
+
+
 @dataclass
-class AnswerRecord:
+class AnswerRecord(CallAccounting):
     suite: str
     suite_file: str
     task: str
@@ -35,17 +55,9 @@ class AnswerRecord:
     usage_reported: bool = True
     # What the dispatcher clamped when the provider reported impossible token counts.
     usage_anomaly: str | None = None
-    cost_usd: float = 0.0
-    cost_if_uncached_usd: float = 0.0
-    # Worst case of tries that were sent and failed: the provider may have billed them.
-    possibly_billed_usd: float = 0.0
     latency_s: float | None = None
-    cached: bool = False
-    attempts: int = 0
     error: str | None = None
-    key: str = ""
     provider_request_id: str | None = None
-    redactions: int = 0
     # False for an answer dispatched for an item pytest never ran (-x, Ctrl-C): the report
     # still counts its call and checks its answer.
     item_ran: bool = True
