@@ -211,6 +211,11 @@ def evalmine_answers(
     session = eval_session(config)
     specs = [item.spec for item in request.session.items if isinstance(item, EvalItem)]
     session.judge_registry = evalmine_judge_adapters
+    streaming = session.can_stream(specs)
+    if streaming:
+        # The items' own progress (pytest's dots) shows the answers arriving; one line at the
+        # end (_end_streaming) gives their total.
+        evalmine_dispatcher.on_progress = None
     try:
         planned = None
         preloading = None
@@ -219,6 +224,10 @@ def evalmine_answers(
             planned = session.preflight(evalmine_dispatcher, specs, judging)
             _say(config, session.cap_warning)
             preloading = _SessionFinishPreload(evalmine_dispatcher, preloaded_modules(len(specs)))
+        if streaming:
+            config.stash[PRELOAD_KEY] = preloading
+            session.stream(evalmine_dispatcher, specs, planned)
+            return session.outcomes
         try:
             outcomes = session.dispatch(evalmine_dispatcher, specs, planned)
         finally:
@@ -287,6 +296,28 @@ NUMPY_IMPORTS = ("numpy", "numpy.random", "numpy.ma")
 PRELOAD_NUMPY_MAX_ITEMS = 2_000
 
 
+def _end_streaming(config: pytest.Config) -> None:
+    """Let a streamed dispatch end (the calls in flight land in the cache), join the
+    preload, and say how many answers arrived. Before anything reads every outcome."""
+    session = eval_session(config)
+    if session.streaming is None:
+        return
+    try:
+        session.finish_dispatch()
+    finally:
+        _join_preload(config)
+    show = _progress_printer(config, "answers", inside_item=False)
+    if show is not None and session.stream_progress is not None:
+        show(session.stream_progress)
+
+
+def _join_preload(config: pytest.Config) -> None:
+    preloading = config.stash.get(PRELOAD_KEY, None)
+    if preloading is not None:
+        del config.stash[PRELOAD_KEY]
+        preloading.join()
+
+
 def preloaded_modules(items: int) -> tuple[str, ...]:
     """What the preload imports for a dispatch of ``items`` suite items."""
     if items <= PRELOAD_NUMPY_MAX_ITEMS:
@@ -317,8 +348,18 @@ def evalmine_answer(request: pytest.FixtureRequest) -> Any:
     session = eval_session(request.config)
     key = spec_id(item.spec)
     outcome = session.outcomes.get(key)
+    if outcome is None and session.streaming is None:
+        request.getfixturevalue("evalmine_answers")  # the first item: dispatch starts
     if outcome is None:
-        outcome = request.getfixturevalue("evalmine_answers")[key]
+        outcome = session.outcome_for(item.spec)
+        if session.streaming is not None and session.streaming.done:
+            _join_preload(request.config)  # before the items left and session finish
+        if session.interrupted:
+            _end_streaming(request.config)
+            _stop(
+                "interrupted (Ctrl-C); the answers that arrived are cached",
+                returncode=pytest.ExitCode.INTERRUPTED,
+            )
     record = session.record_for(item.spec, outcome)
     item.stash[ITEM_RECORD_KEY] = record
     from .reports.junit import item_properties
@@ -341,6 +382,8 @@ def evalmine(pytestconfig: pytest.Config, evalmine_dispatcher: Dispatcher) -> An
     cache, budget and price table as the suite items."""
     from .run.client import EvalClient
 
+    # One batch at a time on a dispatcher: the suite items' streamed answers come in first.
+    _end_streaming(pytestconfig)
     return EvalClient(evalmine_dispatcher)
 
 
@@ -348,6 +391,7 @@ ITEM_RECORD_KEY = pytest.StashKey[Any]()
 # The last suite item that made a report, with that report's keywords and user properties.
 EARLIER_REPORT_KEY = pytest.StashKey[tuple[pytest.Item, Any, list[tuple[str, object]]]]()
 WATCHER_KEY = pytest.StashKey[Any]()  # the xdist controller's CallWatcher
+PRELOAD_KEY = pytest.StashKey[Any]()  # a streamed dispatch's _SessionFinishPreload
 
 
 # Seconds between progress lines: a terminal line rewrites itself; a CI log gets a new line
@@ -528,6 +572,7 @@ class Reporter:
         config = self.config
         if not is_active(config):
             return
+        _end_streaming(config)
         if hasattr(config, "workerinput"):
             config.workeroutput[UNREPORTED_KEY] = [
                 record.to_dict() for record in eval_session(config).unreported_records()

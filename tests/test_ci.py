@@ -66,10 +66,15 @@ def test_a_log_gets_a_progress_line_every_interval(
 ) -> None:
     pytester.makefile(".eval.yaml", small=SMALL_SUITE)
     monkeypatch.setitem(plugin.PROGRESS_EVERY_S, False, 0.0)
+    pytester.makefile(".eval.yaml", small=SMALL_SUITE + "judge: {model: fake/judge}\n")
     result = pytester.runpytest("--evalmine-fake", "--evalmine-concurrency=1")
-    lines = [line for line in result.outlines if "answers," in line]
+    lines = [line for line in result.outlines if "judge verdicts," in line]
     assert [line.split()[1] for line in lines] == [f"{n}/6" for n in range(1, 7)]
     assert all(line.startswith("evalmine: ") for line in lines)
+    # The answers stream while their items run (the items' own output is their progress):
+    # one line gives their total.
+    answers = [line for line in result.outlines if "answers," in line]
+    assert [line.split()[1] for line in answers] == ["6/6"]
 
 
 def test_the_interval_is_a_few_seconds_off_a_terminal() -> None:

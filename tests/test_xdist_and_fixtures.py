@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import call_count, latest_answers, latest_report
+from .conftest import COUNTING_CONFTEST, SMALL_SUITE, call_count, latest_answers, latest_report
 
 # Fields that legitimately differ between two runs of the same requests.
 RUN_SPECIFIC = {"latency_s", "cached", "cost_usd", "attempts"}
@@ -120,3 +120,37 @@ def test_plain_tests_call_models_through_cache_and_budget(
     assert call_count(counting) == 1
     pytester.runpytest().assert_outcomes(failed=1)  # the first call is now cached too
     assert call_count(counting) == 1
+
+
+def test_a_plain_test_among_streaming_suite_items_waits_for_their_answers(
+    pytester: pytest.Pytester, counting: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The suite's answers stream while its items run; a plain test's own call comes after
+    # them on the same dispatcher, never beside them.
+    pytester.makefile(".eval.yaml", small=SMALL_SUITE)
+    pytester.makepyfile(
+        test_plain="""
+        def test_plain(evalmine):
+            answer = evalmine.complete("fake/alpha", "Another question", max_tokens=50)
+            assert answer.text and [o.cached for o in evalmine.outcomes] == [False]
+        """
+    )
+    pytester.makeconftest(
+        COUNTING_CONFTEST
+        + "\n\ndef pytest_collection_modifyitems(items):\n"
+        + "    # the plain test between the suite's first and second item\n"
+        + "    plain = [i for i in items if i.name == 'test_plain']\n"
+        + "    rest = [i for i in items if i.name != 'test_plain']\n"
+        + "    items[:] = rest[:1] + plain + rest[1:]\n"
+    )
+    monkeypatch.setenv("TEST_FAKE_LATENCY", "0.05")
+    result = pytester.runpytest_subprocess(
+        "--evalmine-fake", "--evalmine-concurrency=1", "-p", "no:cacheprovider", "-v"
+    )
+    names = [line.split("::")[-1].split()[0] for line in result.outlines if " PASSED" in line]
+    assert names[1] == "test_plain"
+    result.assert_outcomes(passed=7)
+    calls = counting.read_text().splitlines()
+    assert len(calls) == 7 and calls[-1] == "fake/alpha Another question"
+    report = latest_report(pytester.path)
+    assert report["calls"] == {"made": 6, "cached": 0}

@@ -7,6 +7,7 @@ task x case x model into requests, plans and estimates them, dispatches through 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from ..run.dispatch import (
     Outcome,
     Planned,
     Progress,
+    Streaming,
 )
 from ..run.endpoints import Endpoint, from_suite, parse_option
 from ..run.loop import SessionLoop
@@ -148,6 +150,11 @@ class EvalSession:
     executed: dict[str, dict[int, Any]] = field(default_factory=dict)
     # Other runs on the cache this run waited for: run token -> what they had committed.
     other_runs: dict[str, float] = field(default_factory=dict)
+    # The answers' dispatch while items run (``stream``): None when it has ended or never ran.
+    streaming: Streaming | None = None
+    # spec id -> (its request's cache key, whether an earlier spec has the same request)
+    _streamed: dict[str, tuple[str, bool]] = field(default_factory=dict)
+    stream_progress: Progress | None = None
     _store: Store | None = None
     _prices: PriceTable | None = None
     _registry: AdapterRegistry | None = None
@@ -493,6 +500,63 @@ class EvalSession:
             self.specs[key] = spec
         self.execute_checks(specs, outcomes)
         return self.outcomes
+
+    def can_stream(self, specs: list[ItemSpec]) -> bool:
+        """Whether the answers can arrive while items run: not when an execution check must
+        see every answer first (they run together on a bounded pool)."""
+        return self.loop is not None and not any(
+            check.name == EXEC for spec in specs for check in spec.task.checks
+        )
+
+    def stream(
+        self, dispatcher: Dispatcher, specs: list[ItemSpec], planned: list[Planned] | None
+    ) -> None:
+        """Start the answers' dispatch and return at once: ``outcome_for`` waits for one,
+        ``finish_dispatch`` for all. A request that two items share is sent and paid once;
+        the later item's outcome is cached at no cost, as ``Dispatcher.run_each`` gives it."""
+        if planned is None:
+            planned = dispatcher.plan(spec.request() for spec in specs)
+        seen: set[str] = set()
+        for spec, plan in zip(specs, planned, strict=True):
+            key = spec_id(spec)
+            self.specs[key] = spec
+            self._streamed[key] = (plan.key, plan.key in seen)
+            seen.add(plan.key)
+        self.stream_progress = Progress(total=len(seen))
+        self.streaming = dispatcher.stream(planned, self.stream_progress)
+
+    def outcome_for(self, spec: ItemSpec) -> Outcome:
+        """The item's outcome, waiting for it while the dispatch streams."""
+        key = spec_id(spec)
+        outcome = self.outcomes.get(key)
+        if outcome is None and self.streaming is not None:
+            cache_key, repeated = self._streamed[key]
+            outcome = self._shared(self.streaming.wait(cache_key), repeated)
+            self.outcomes[key] = outcome
+            self.interrupted = self.interrupted or self.streaming.dispatcher.interrupted
+        if outcome is None:
+            raise KeyError(key)
+        return outcome
+
+    def finish_dispatch(self) -> None:
+        """Wait for the streamed dispatch to end (the calls in flight land in the cache) and
+        take every outcome, also those of items pytest never ran."""
+        streaming, self.streaming = self.streaming, None
+        if streaming is None:
+            return
+        arrived = streaming.finish()
+        self.other_runs.update(streaming.dispatcher.other_runs)
+        self.interrupted = self.interrupted or streaming.dispatcher.interrupted
+        for key, (cache_key, repeated) in self._streamed.items():
+            if key not in self.outcomes and cache_key in arrived:
+                self.outcomes[key] = self._shared(arrived[cache_key], repeated)
+        self._streamed.clear()
+
+    @staticmethod
+    def _shared(outcome: Outcome, repeated: bool) -> Outcome:
+        if repeated and outcome.status == OK:
+            return dataclasses.replace(outcome, cached=True, cost_usd=0.0)
+        return outcome
 
     def execute_checks(self, specs: list[ItemSpec], outcomes: list[Outcome]) -> None:
         """Every execution check of the answers that arrived, at once on the bounded pool,

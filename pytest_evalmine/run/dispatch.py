@@ -15,6 +15,7 @@ import math
 import random
 import signal
 import threading
+import time
 import warnings
 import weakref
 from collections.abc import Callable, Coroutine, Iterable
@@ -242,6 +243,7 @@ class Dispatcher:
     # run had committed (spent or reserved) when ours finished dispatching.
     other_runs: dict[str, float] = field(default_factory=dict)
     _in_flight: int = field(default=0, init=False, repr=False)
+    _batch_running: bool = field(default=False, init=False, repr=False)
     _waiting: dict[str, asyncio.Future[Claim | None]] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -406,8 +408,34 @@ class Dispatcher:
         finally:
             loop.close()
 
+    def stream(self, planned: list[Planned], progress: Progress) -> Streaming:
+        """Start dispatching ``planned`` on the session's loop and return at once; the
+        caller turns the loop while it waits for each outcome (``Streaming``)."""
+        assert self.loop is not None, "streaming needs the session's loop"
+        self.loop.attach(self.registry)
+        return Streaming(self.loop, self, planned, progress)
+
     async def _run_all(
-        self, planned: list[Planned], progress: Progress | None = None
+        self,
+        planned: list[Planned],
+        progress: Progress | None = None,
+        on_outcome: Callable[[Outcome], None] | None = None,
+    ) -> dict[str, Outcome]:
+        # A batch's accounting (calls in flight, reservations, the Ctrl-C handler) lives on
+        # the dispatcher: a second batch beside a streaming one would reset it.
+        if self._batch_running:
+            raise RuntimeError("a dispatcher runs one batch at a time")
+        self._batch_running = True
+        try:
+            return await self._run_batch(planned, progress, on_outcome)
+        finally:
+            self._batch_running = False
+
+    async def _run_batch(
+        self,
+        planned: list[Planned],
+        progress: Progress | None,
+        on_outcome: Callable[[Outcome], None] | None,
     ) -> dict[str, Outcome]:
         self._in_flight = 0
         self._settled = asyncio.Event()
@@ -439,6 +467,8 @@ class Dispatcher:
             progress.done += 1
             progress.cached += outcome.cached
             progress.spent_usd += outcome.cost_usd
+            if on_outcome is not None:
+                on_outcome(outcome)
             if self.on_progress is not None:
                 self.on_progress(progress)
             return outcome
@@ -804,6 +834,100 @@ class Dispatcher:
         if retry_after_s is not None:
             return retry_after_s
         return min(20.0, self.backoff_s * 2 ** (attempt - 1)) * (1 + random.random() / 4)
+
+
+# How long items whose answers are in may run back to back before the loop gets a turn.
+TURN_EVERY_S = 0.001
+# Turns from an answer's arrival to the next call's send (its commit, the freed slot, the
+# next reservation's commit, the send).
+SEND_TURNS = 4
+
+
+class Streaming:
+    """A dispatch running on the session's loop while pytest runs the items: each item turns
+    the loop until its own answer is in, so items run while later answers are still on their
+    way (the last items finish right after the last answer, instead of all of them after
+    it). ``wait`` always gives the loop at least one turn, so the calls in flight keep moving
+    while items whose answers came early run; ``finish`` turns it until the dispatch ends."""
+
+    def __init__(
+        self, loop: SessionLoop, dispatcher: Dispatcher, planned: list[Planned], progress: Progress
+    ) -> None:
+        self._loop = loop
+        self.dispatcher = dispatcher
+        self.outcomes: dict[str, Outcome] = {}
+        self._waiting: tuple[Callable[[], bool], asyncio.Future[None]] | None = None
+        self._expected = len({plan.key for plan in planned})
+        self._turned = time.monotonic()
+        self._task = loop.start(dispatcher._run_all(planned, progress, self._arrived))
+
+    @property
+    def done(self) -> bool:
+        return self._task.done()
+
+    def _arrived(self, outcome: Outcome) -> None:
+        self.outcomes[outcome.key] = outcome
+        if self._waiting is not None:
+            arrived, waiting = self._waiting
+            if arrived() and not waiting.done():
+                waiting.set_result(None)
+
+    def wait(self, key: str) -> Outcome:
+        """The outcome of the request ``key`` of this dispatch. An outcome already in costs
+        a turn of the loop at most once a millisecond: items whose answers came early run
+        back to back while the calls in flight still move every millisecond."""
+        if key not in self.outcomes:
+            self._loop.run_until(self._arrival(key), self._task)
+            self._turned = time.monotonic()
+        elif not self._task.done() and time.monotonic() - self._turned > TURN_EVERY_S:
+            self._loop.turn(self._task)
+            self._turned = time.monotonic()
+        if len(self.outcomes) == self._expected and not self._task.done():
+            # The last answer is in: the dispatch ends within a turn or two.
+            self._loop.run_until(self._task, self._task)
+        if key not in self.outcomes:
+            self._task.result()  # the dispatch failed: its error, here
+            raise KeyError(key)
+        return self.outcomes[key]
+
+    async def _arrival(self, key: str) -> None:
+        """Until ``key``'s outcome is in and, after it, as many more as the dispatch has
+        calls in flight (or all of them): an item that had to wait lets the next ones find
+        their answers in, so items and loop take turns in batches rather than one by one.
+        Then a few more turns, so that the calls those answers freed are sent before the
+        items run."""
+        if key not in self.outcomes and not self._task.done():
+            await self._until(lambda: key in self.outcomes)
+        enough = min(self._expected, len(self.outcomes) + self.dispatcher.concurrency)
+        await self._until(lambda: len(self.outcomes) >= enough)
+        for _ in range(SEND_TURNS):
+            await asyncio.sleep(0)
+
+    async def _until(self, arrived: Callable[[], bool]) -> None:
+        if arrived() or self._task.done():
+            return
+        waiting: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting = (arrived, waiting)
+
+        def ended(_: object) -> None:
+            if not waiting.done():
+                waiting.set_result(None)
+
+        self._task.add_done_callback(ended)
+        try:
+            await waiting
+        finally:
+            self._task.remove_done_callback(ended)
+            self._waiting = None
+
+    def finish(self) -> dict[str, Outcome]:
+        """Every outcome, once the dispatch has ended (calls in flight land in the cache);
+        only those that arrived when a second Ctrl-C cancelled it."""
+        if not self._task.done():
+            self._loop.run_until(self._task, self._task)
+        if self._task.cancelled():
+            return dict(self.outcomes)
+        return self._task.result()
 
 
 class _Pacer:

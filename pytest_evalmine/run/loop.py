@@ -9,7 +9,7 @@ closes the adapters' connections.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -33,17 +33,45 @@ class SessionLoop:
         return _outside_running_loop(self._run_here, coroutine)
 
     def _run_here(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        task = self.start(coroutine)
+        return self._run_until_here(task, task)
+
+    def start(self, coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """``coroutine`` as a task of this loop, which runs while ``run_until`` turns it."""
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
+        return self._loop.create_task(coroutine)
+
+    def run_until(self, awaited: Awaitable[T], batch: asyncio.Task[Any]) -> T:
+        """Turn this loop until ``awaited`` is done (at least one turn) and return its result;
+        ``batch`` is the task it belongs to, cancelled when the wait is broken off."""
+        return _outside_running_loop(self._run_until_here, awaited, batch)
+
+    def turn(self, batch: asyncio.Task[Any]) -> None:
+        """One turn of this loop: its ready callbacks and whatever input is waiting."""
+        _outside_running_loop(self._turn_here, batch)
+
+    def _turn_here(self, batch: asyncio.Task[Any]) -> None:
         loop = self._loop
-        task = loop.create_task(coroutine)
+        assert loop is not None
+        loop.call_soon(loop.stop)
         try:
-            return loop.run_until_complete(task)
+            loop.run_forever()
+        except BaseException:
+            batch.cancel()
+            loop.run_until_complete(asyncio.gather(batch, return_exceptions=True))
+            raise
+
+    def _run_until_here(self, awaited: Awaitable[T], batch: asyncio.Task[Any]) -> T:
+        loop = self._loop
+        assert loop is not None
+        try:
+            return loop.run_until_complete(awaited)
         except BaseException:
             # Ctrl-C lands outside the task: cancel it so no call of this batch runs on
             # when the loop is next used or closed.
-            task.cancel()
-            loop.run_until_complete(asyncio.gather(task, return_exceptions=True))
+            batch.cancel()
+            loop.run_until_complete(asyncio.gather(batch, return_exceptions=True))
             raise
 
     def close(self) -> None:
