@@ -847,8 +847,9 @@ class Streaming:
     """A dispatch running on the session's loop while pytest runs the items: each item turns
     the loop until its own answer is in, so items run while later answers are still on their
     way (the last items finish right after the last answer, instead of all of them after
-    it). ``wait`` always gives the loop at least one turn, so the calls in flight keep moving
-    while items whose answers came early run; ``finish`` turns it until the dispatch ends."""
+    it). ``wait`` turns the loop at least once a millisecond, so the calls in flight keep
+    moving while items whose answers came early run; ``finish`` turns it until the dispatch
+    ends."""
 
     def __init__(
         self, loop: SessionLoop, dispatcher: Dispatcher, planned: list[Planned], progress: Progress
@@ -891,8 +892,8 @@ class Streaming:
         return self.outcomes[key]
 
     async def _arrival(self, key: str) -> None:
-        """Until ``key``'s outcome is in and, after it, as many more as the dispatch has
-        calls in flight (or all of them): an item that had to wait lets the next ones find
+        """Until ``key``'s outcome is in and, after it, as many more as the dispatch's
+        concurrency (or all that remain): an item that had to wait lets the next ones find
         their answers in, so items and loop take turns in batches rather than one by one.
         Then a few more turns, so that the calls those answers freed are sent before the
         items run."""
