@@ -31,6 +31,7 @@ from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.store import Store
 
 from .conftest import (
+    COUNTING_CONFTEST,
     SMALL_SUITE,
     cached_keys,
     call_count,
@@ -516,6 +517,70 @@ def test_a_second_ctrl_c_exits_at_once(
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=60) == pytest.ExitCode.INTERRUPTED
     assert call_count(counting) == 2
+
+
+HANGING_CHECK_SUITE = """\
+version: 1
+suite: hanging
+models: [fake/alpha]
+tasks:
+  - id: reply
+    kind: rewrite
+    prompt: "Reply to {{ n }}"
+    judge: false
+    checks: [hangs]
+    cases: [{id: c1, vars: {n: 1}}, {id: c2, vars: {n: 2}}, {id: c3, vars: {n: 3}},
+            {id: c4, vars: {n: 4}}, {id: c5, vars: {n: 5}}]
+"""
+
+HANGING_CHECK = """
+
+import time
+from pathlib import Path
+
+
+def hangs(answer):
+    # Hangs the first time only: session finish checks the answers of items never run.
+    if Path("check-started").exists():
+        return True
+    Path("check-started").touch()
+    time.sleep(3600)
+    return True
+
+
+def pytest_evalmine_checks():
+    return [hangs]
+"""
+
+
+def test_ctrl_c_stops_a_hanging_check_while_later_answers_still_stream(
+    pytester: pytest.Pytester, counting: Path
+) -> None:
+    # The first item's check hangs while later answers are on their way (2 s each, one at a
+    # time): Python's own Ctrl-C behaviour must reach it although a dispatch is running. The
+    # item ran once its answer and one more were in, and the third call was sent.
+    pytester.makeconftest(COUNTING_CONFTEST + HANGING_CHECK)
+    pytester.makefile(".eval.yaml", hanging=HANGING_CHECK_SUITE)
+    log = open(pytester.path / "run.log", "w")  # noqa: SIM115 (closed below)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--evalmine-concurrency=1", "-p", "no:cacheprovider",
+         "-p", "no:benchmark"],
+        cwd=pytester.path, env={**os.environ, "TEST_FAKE_LATENCY": "2"}, stdout=log,
+        stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        assert _wait_until(lambda: (pytester.path / "check-started").exists())
+        assert call_count(counting) == 3
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == pytest.ExitCode.INTERRUPTED
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        log.close()
+    assert call_count(counting) == 3, "nothing is sent after the Ctrl-C"
+    assert len(cached_keys(pytester.path)) == 3, "the call in flight landed in the cache"
+    assert latest_report(pytester.path, "hanging")["partial"] is True
 
 
 # --- item 11: -x counts every call the run made ------------------------------------------------

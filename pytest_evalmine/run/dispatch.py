@@ -244,6 +244,7 @@ class Dispatcher:
     other_runs: dict[str, float] = field(default_factory=dict)
     _in_flight: int = field(default=0, init=False, repr=False)
     _batch_running: bool = field(default=False, init=False, repr=False)
+    _previous_sigint: Any = field(default=None, init=False, repr=False)
     _waiting: dict[str, asyncio.Future[Claim | None]] = field(
         default_factory=dict, init=False, repr=False
     )
@@ -478,7 +479,7 @@ class Dispatcher:
             outcomes = await asyncio.gather(*(one(item) for item in unique.values()))
         finally:
             if catching:
-                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+                self._restore_sigint()
         for token in overlapping:
             self.other_runs[token] = self.store.committed(token)
         return {outcome.key: outcome for outcome in outcomes}
@@ -803,21 +804,40 @@ class Dispatcher:
             self._calls.discard(call)
 
     def _catch_interrupts(self) -> bool:
-        """On the main thread, the first Ctrl-C stops dispatching (``_on_interrupt``)."""
+        """On the main thread, the first Ctrl-C stops dispatching (``_on_interrupt``).
+
+        A handler of Python's own rather than the loop's: while a streamed dispatch waits
+        for pytest to run an item, the loop is not running, and a Ctrl-C then stops that
+        item's code at once, as Python's default would (a slow or hanging check of the
+        user's stays interruptible); the dispatch takes the Ctrl-C on its next turn."""
         if threading.current_thread() is not threading.main_thread():
             return False
+        loop = asyncio.get_running_loop()
+
+        def on_sigint(signum: int, frame: object) -> None:
+            loop.call_soon_threadsafe(self._on_interrupt)
+            if not loop.is_running():
+                raise KeyboardInterrupt
+
         try:
-            asyncio.get_running_loop().add_signal_handler(signal.SIGINT, self._on_interrupt)
-        except (NotImplementedError, RuntimeError, ValueError):  # e.g. Windows loops
+            self._previous_sigint = signal.signal(signal.SIGINT, on_sigint)
+        except ValueError:  # not the main interpreter
             return False
         return True
 
+    def _restore_sigint(self) -> None:
+        if self._previous_sigint is not None:
+            signal.signal(signal.SIGINT, self._previous_sigint)
+            self._previous_sigint = None
+
     def _on_interrupt(self) -> None:
         """First Ctrl-C: send nothing new, give the calls in flight ``INTERRUPT_GRACE_S`` to
-        land in the cache, then cancel them. Removing the handler restores Python's own, so
+        land in the cache, then cancel them. Restoring the earlier handler (Python's own), so
         a second Ctrl-C raises KeyboardInterrupt at once."""
+        self._restore_sigint()
+        if self.interrupted:
+            return
         loop = asyncio.get_running_loop()
-        loop.remove_signal_handler(signal.SIGINT)
         self.interrupted = True
         if self.on_interrupt is not None:
             self.on_interrupt(len(self._calls), INTERRUPT_GRACE_S)
