@@ -203,7 +203,9 @@ def evalmine_answers(
     evalmine_dispatcher: Dispatcher,
     evalmine_judge_adapters: AdapterRegistry,
 ) -> dict[str, Outcome]:
-    """Dispatches every selected suite item of this process at once, on first use."""
+    """Dispatches every selected suite item of this process at once, on first use: the
+    dispatch streams while the items run (``EvalSession.stream``), or, when an execution
+    check must see every answer first, returns when every answer is in."""
     from .errors import EvalmineError, RefusedError
     from .items import EvalItem
 
@@ -264,7 +266,7 @@ class _SessionFinishPreload:
         self.thread = threading.Thread(
             target=_import_quietly, args=(modules,), name="evalmine-preload"
         )
-        self.thread.daemon = True  # joined when the dispatch returns
+        self.thread.daemon = True  # joined when the last answer is in
         dispatcher.on_progress = self.answer_arrived
 
     def answer_arrived(self, progress: Progress) -> None:
