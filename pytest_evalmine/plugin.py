@@ -306,6 +306,9 @@ def _end_streaming(config: pytest.Config) -> None:
         return
     try:
         session.finish_dispatch()
+    except Exception as exc:
+        _say(config, f"evalmine: the dispatch failed: {exc}")
+        return
     finally:
         _join_preload(config)
     show = _progress_printer(config, "answers", inside_item=False)

@@ -300,3 +300,39 @@ def test_items_run_while_later_answers_are_still_on_their_way(
     assert result.stdout.lines.index(
         next(line for line in result.stdout.lines if line.startswith("small.eval.yaml"))
     ) < result.stdout.lines.index("evalmine: 6/6 answers, 0 cached, $0.0002 spent")
+
+
+FAILING_STORE = """
+
+from pytest_evalmine.run.store import Store
+
+def pytest_configure(config):
+    reserve_each = Store.reserve_each
+    calls = []
+
+    def failing(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            raise OSError("disk full")
+        return reserve_each(self, *args, **kwargs)
+
+    Store.reserve_each = failing
+"""
+
+
+def test_a_dispatch_that_fails_while_streaming_errors_its_items_and_the_run_still_ends(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The store fails after the first reservations: the items still waiting get the error,
+    # and session finish ends the run with its report instead of an internal error.
+    pytester.makeconftest(COUNTING_CONFTEST + FAILING_STORE)
+    pytester.makefile(".eval.yaml", small=SMALL_SUITE)
+    monkeypatch.setenv("TEST_FAKE_LATENCY", "0.05")
+    result = pytester.runpytest_subprocess(
+        "--evalmine-fake", "--evalmine-concurrency=1", "-p", "no:cacheprovider"
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) >= 1 and outcomes.get("errors", 0) >= 1
+    result.stdout.fnmatch_lines(["*evalmine: the dispatch failed: disk full*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
