@@ -217,9 +217,7 @@ def task_scores(
                     task=task,
                     n=len(scored),
                     passed=passes.passed,
-                    pass_interval=rate_over(
-                        scored, lambda r: r.outcome == PASSED
-                    ).proportion.interval,
+                    pass_interval=passes.proportion.interval,
                     mean_score=mean(scores),
                     score_interval=interval,
                     not_scored=len(chosen) - len(scored),
