@@ -18,7 +18,7 @@ from ..adapters.base import CHARS_PER_TOKEN, Request, set_max_response_mb
 from ..adapters.builtin import default_registry
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError, RefusedError
-from ..judging.criteria import criterion_request, criterion_text_chars
+from ..judging.criteria import criterion_request
 from ..judging.judge import judge_request, judge_text_chars
 from ..judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
 from ..options import HOME_ENV, cap_from, check_values, record_mode
@@ -698,7 +698,8 @@ def _criteria_calls(
                         continue
                     if like is None:  # resolves the judge's adapter and price
                         like = judging.plan([request])[0]
-                    sized.append(criterion_text_chars(suite, task.id, case.id, criterion) + chars)
+                    # Built on an empty answer: the answer's size adds to its length.
+                    sized.append(len(request.system or "") + len(request.prompt) + chars)
     if like is None:
         return built, Estimate(0, 0, 0, 0.0, 0.0)
     return built, judging.estimate_by_size(like, sized)

@@ -116,13 +116,6 @@ def criterion_request(
     )
 
 
-def criterion_text_chars(suite: Suite, task: str, case: str, criterion: Criterion) -> int:
-    """``criterion_request``'s system and prompt length without the answer (plain
-    substitution, so the answer's length adds to it)."""
-    empty = criterion_request("x/x", suite, task, case, criterion, "")
-    return len(CRITERION_SYSTEM_PROMPT) + len(empty.prompt)
-
-
 def parse_criterion_verdict(text: str) -> tuple[str | None, str]:
     """(label, critique) from the judge's text; label None and the reason when unusable."""
     verdict, why = parsed_verdict(text, CRITERION_SCHEMA)
