@@ -24,6 +24,8 @@ from pytest_evalmine.stats.paired import PairedCase, compare_paired, mcnemar_exa
 from pytest_evalmine.stats.proportions import Proportion, normal_quantile, wilson_interval
 from pytest_evalmine.stats.resample import Cluster, kappa_interval, mean_interval
 
+from .floats import assert_same_interval
+
 Z = 1.959963984540054
 
 
@@ -466,4 +468,4 @@ def test_drawing_in_blocks_does_not_change_the_interval(monkeypatch: pytest.Monk
     whole = mean_interval(clusters, low_end=-1.0, high_end=1.0, seed=4, resamples=3000)
     monkeypatch.setattr(resample, "BLOCK_CELLS", 700)  # blocks of 4 draws
     blocks = mean_interval(clusters, low_end=-1.0, high_end=1.0, seed=4, resamples=3000)
-    assert blocks == whole
+    assert_same_interval(blocks, whole)
