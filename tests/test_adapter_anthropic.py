@@ -1,5 +1,5 @@
 """Anthropic adapter against a real loopback server: exact request shape, documented response
-shapes (wire-formats.md section 1), error mapping and key redaction. Also the shared HTTP
+shapes (the Messages API reference), error mapping and key redaction. Also the shared HTTP
 helpers (``adapters/http.py``) that every httpx adapter relies on."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """OpenAI adapter (and OpenAI-compatible servers) against a real loopback server: exact
-request shape, documented response shapes (wire-formats.md sections 2 and 5), error mapping
-and key redaction."""
+request shape, documented response shapes (the Chat Completions reference and the llama.cpp
+and vLLM docs), error mapping and key redaction."""
 
 from __future__ import annotations
 

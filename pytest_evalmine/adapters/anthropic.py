@@ -1,7 +1,10 @@
 """Anthropic Messages API adapter (``anthropic/<model>``), one attempt per call.
 
-Wire format: /work/shared/reference/wire-formats.md section 1 (SDK anthropic-sdk-python
-v0.121.0, 2026-08-07; platform.claude.com API and structured-output docs). Structured output
+Wire format: the Messages API reference and the errors page
+(https://platform.claude.com/docs/en/api/messages, https://platform.claude.com/docs/en/api/errors),
+the structured-outputs guide, and the generated types of the official SDK
+(https://github.com/anthropics/anthropic-sdk-python, v0.121.0, 2026-08-07:
+``types/message_create_params.py``, ``types/message.py``, ``types/usage.py``). Structured output
 uses ``output_config.format`` (GA, no beta header), with the task schema reduced to the subset
 the API accepts; the answer's check still validates against the original schema.
 """

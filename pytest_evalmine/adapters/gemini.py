@@ -1,7 +1,10 @@
 """Google Gemini adapter: ``generateContent`` of the Gemini Developer API over httpx.
 
-Wire format: /work/shared/reference/wire-formats.md section 3 (python-genai HEAD 2026-08-21,
-ai.google.dev error docs). The key travels in the ``x-goog-api-key`` header, never in the URL.
+Wire format: the REST reference of ``models.generateContent``
+(https://ai.google.dev/api/generate-content), the API errors page
+(https://ai.google.dev/gemini-api/docs/generate-content/api-errors) and the official SDK's
+request and response types (https://github.com/googleapis/python-genai, v2.19.0, 2026-08-21:
+``models.py``, ``types.py``). The key travels in the ``x-goog-api-key`` header, never in the URL.
 
 Structured output: a task schema is translated to the OpenAPI-3.0 subset that
 ``generationConfig.responseSchema`` accepts (``translate_schema``). A schema that cannot be

@@ -1,8 +1,8 @@
 """Ollama adapter: the native ``POST /api/chat`` of a local (or remote) Ollama server.
 
-Wire format: /work/shared/reference/wire-formats.md section 4 (ollama/ollama ``api/types.go``
-and ``docs/api.md``, HEAD 2026-08-21). No key. A schema is sent natively as ``format`` (the
-server constrains decoding with a grammar).
+Wire format: Ollama's API documentation and types (https://github.com/ollama/ollama,
+``docs/api.md`` and ``api/types.go``, 2026-08-21). No key. A schema is sent natively as
+``format`` (the server constrains decoding with a grammar).
 
 A tag such as ``qwen3:8b`` can be re-pulled and then names other weights, so ``prepare`` looks
 up each model's digest once (``GET /api/tags``; ``POST /api/show`` carries no digest) and

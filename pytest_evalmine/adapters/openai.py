@@ -3,8 +3,12 @@
 The same class serves OpenAI itself and any server speaking the same protocol (vLLM,
 llama.cpp ``llama-server``, LM Studio, gateways): each gets its own provider ``name`` (which
 enters the cache key, so answers of different servers never mix) and ``base_url``, and a bearer
-token only when it needs one. Wire format: /work/shared/reference/wire-formats.md sections 2
-and 5 (SDK openai-python v3.3.1, 2026-08-21; llama.cpp tools/server/README.md; vLLM docs).
+token only when it needs one. Wire format:
+the Chat Completions reference (https://platform.openai.com/docs/api-reference/chat), the
+official SDK's types (https://github.com/openai/openai-python, v3.3.1, 2026-08-21:
+``types/chat/completion_create_params.py``, ``types/chat/chat_completion.py``), llama.cpp's
+server README (https://github.com/ggml-org/llama.cpp, ``tools/server/README.md``) and vLLM's
+structured-outputs docs (https://docs.vllm.ai/en/latest/features/structured_outputs.html).
 """
 
 from __future__ import annotations
