@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import httpcore  # noqa: F401
 import numpy  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
+
+from pytest_evalmine.suite.builtin import DATA_ENV, E2E, GSM8K
 
 # The statistics import numpy and scipy when first needed. pytester's in-process runs unload
 # every module imported during the run, and numpy refuses to load twice in one process, so
@@ -72,10 +75,27 @@ def evalmine_adapters():
 """
 
 
+# Read once, before any test: the override names the public data sets for ``shared_data``,
+# and is then taken out of every test's environment (below), so a built-in suite reads a copy
+# only when its test says so.
+PUBLIC_DATA_OVERRIDE = os.environ.get(DATA_ENV)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("EVALMINE_MAX_COST", "EVALMINE_HOME"):
+    for name in ("EVALMINE_MAX_COST", "EVALMINE_HOME", DATA_ENV):
         monkeypatch.delenv(name, raising=False)
+
+
+def unavailable(message: str) -> NoReturn:
+    """Something a test needs from outside the repository is missing: the test skips with
+    ``message`` (which says how to provide it), except under ``CI=true``, where it fails: CI
+    provides everything (.ci/run), so there a broken set-up never passes as skipped."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(
+            f"{message} (CI=true: CI provides it, so this is a failure here)", pytrace=False
+        )
+    pytest.skip(message)
 
 
 @pytest.fixture
@@ -121,8 +141,17 @@ def cached_keys(root: Path) -> set[str]:
 
 
 def shared_data() -> Path:
-    """The public data sets (``shared/data`` beside the repository, as CI lays it out; from
-    a git worktree, beside the main checkout)."""
+    """The public data sets (GSM8K, E2E): the folder ``$EVALMINE_DATA`` names, else
+    ``shared/data`` beside the repository, as CI lays it out (from a git worktree, beside the
+    main checkout). Neither: the test skips, naming the override; under ``CI=true`` it fails.
+    An override that lacks the files always fails: it was meant to be used."""
+    wanted = [f"{file.folder}/{file.name}" for file in (GSM8K, E2E)]
+    if PUBLIC_DATA_OVERRIDE:
+        folder = Path(PUBLIC_DATA_OVERRIDE)
+        lacking = [name for name in wanted if not (folder / name).is_file()]
+        if lacking:
+            pytest.fail(f"{DATA_ENV}={folder} holds no {' or '.join(lacking)}", pytrace=False)
+        return folder
     repo = Path(__file__).resolve().parents[1]
     candidates = [repo.parent / "shared" / "data"]
     git = repo / ".git"
@@ -130,9 +159,12 @@ def shared_data() -> Path:
         gitdir = Path(git.read_text("utf-8").split(":", 1)[1].strip())
         candidates.append(gitdir.parents[2].parent / "shared" / "data")
     for candidate in candidates:
-        if (candidate / "gsm8k" / "test.jsonl").is_file():
+        if all((candidate / name).is_file() for name in wanted):
             return candidate
-    pytest.fail(f"the shared data sets are missing; looked in {[str(c) for c in candidates]}")
+    unavailable(
+        f"no copy of the public data sets: set {DATA_ENV} to a folder holding "
+        f"{' and '.join(wanted)} (none beside the repository: {[str(c) for c in candidates]})"
+    )
 
 
 # A conftest for pytester runs whose answers are scripted by the case: the variable

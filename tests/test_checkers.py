@@ -1,5 +1,6 @@
-"""Deterministic checkers (spec: "Checks"): each against real GSM8K answer strings where it
-reads numbers, and against the edge cases the spec names."""
+"""Deterministic checkers (spec: "Checks"): each against GSM8K answer strings where it reads
+numbers (solutions written in its style, and the public test split's when a copy is there),
+and against the edge cases the spec names."""
 
 from __future__ import annotations
 
@@ -26,39 +27,47 @@ from pytest_evalmine.scoring.item import score_answer, validate_checks
 from pytest_evalmine.suite.loader import Case, CheckSpec, load_suite
 
 from .conftest import shared_data, write_suite
+from .written_data import gsm8k_rows
 
 
 def run(name: str, text: str, reference: Any = NO_GOLD, **options: Any) -> Check:
     return BUILTIN[name].function(CheckInput(text=text, reference=reference, options=options))
 
 
-def gsm8k() -> list[dict[str, str]]:
+@pytest.fixture(params=["written", "public"])
+def gsm8k(request: pytest.FixtureRequest) -> list[dict[str, str]]:
+    """GSM8K solutions: 160 written in its style (tests/written_data.py), and the public test
+    split's 1,319 (skips without a copy of it, naming EVALMINE_DATA; fails under CI=true)."""
+    if request.param == "written":
+        return gsm8k_rows(160)
     path = shared_data() / "gsm8k" / "test.jsonl"
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+    assert len(rows) == 1319
+    return rows
 
 
 def gold_of(answer: str) -> str:
     return answer.rsplit("#### ", 1)[1].strip()
 
 
-# --- number against real GSM8K answers -------------------------------------------------------
+# --- number against GSM8K answers ------------------------------------------------------------
 
 
-def test_number_reads_the_gold_of_every_gsm8k_solution() -> None:
+def test_number_reads_the_gold_of_every_gsm8k_solution(gsm8k: list[dict[str, str]]) -> None:
     """The reference solutions end in '#### N': the last number of each is its gold."""
-    rows = gsm8k()
-    assert len(rows) == 1319
     wrong = [
         (row["answer"][-60:], gold_of(row["answer"]))
-        for row in rows
+        for row in gsm8k
         if not run("number", row["answer"], gold_of(row["answer"])).passed
     ]
     assert wrong == []
 
 
-def test_number_prefers_answer_line_over_the_last_number_in_gsm8k_solutions() -> None:
+def test_number_prefers_answer_line_over_the_last_number_in_gsm8k_solutions(
+    gsm8k: list[dict[str, str]],
+) -> None:
     """A model that writes its working, then 'Answer: N', then a stray number."""
-    for row in gsm8k()[:160]:
+    for row in gsm8k[:160]:
         gold = gold_of(row["answer"])
         working = row["answer"].rsplit("####", 1)[0]
         text = f"{working}\nAnswer: {gold}\n(That took me 3 steps and 45 seconds.)"
@@ -66,9 +75,11 @@ def test_number_prefers_answer_line_over_the_last_number_in_gsm8k_solutions() ->
         assert not run("number", text + "\nAnswer: 999999", gold).passed
 
 
-def test_number_reads_boxed_gsm8k_answers_with_thousands_and_currency() -> None:
-    for row in gsm8k()[:160]:
-        gold = Decimal(gold_of(row["answer"]).replace(",", ""))  # item 146: "2,125"
+def test_number_reads_boxed_gsm8k_answers_with_thousands_and_currency(
+    gsm8k: list[dict[str, str]],
+) -> None:
+    for row in gsm8k[:160]:
+        gold = Decimal(gold_of(row["answer"]).replace(",", ""))  # public item 146: "2,125"
         formatted = f"${gold:,}"
         working = row["answer"].rsplit("####", 1)[0]
         text = f"{working}\nSo the final result is \\boxed{{{formatted}}}. Check: 1 + 1 = 2."

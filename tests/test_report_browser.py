@@ -9,7 +9,6 @@ a missing browser fails instead: CI installs it. Each test leaves a screenshot u
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ import yaml
 from pytest_evalmine.reports.html_page import render_html
 from pytest_evalmine.reports.labelling import a_side, pair_id
 
+from .conftest import unavailable
 from .test_judge_run import SMALL_SUITE
 from .test_report_html import HOSTILE, pair_doc, report_doc
 
@@ -48,9 +48,7 @@ tasks:""",
 
 
 def _missing(what: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"{what} is missing; CI installs it (.ci/run), so this is a failure here")
-    pytest.skip(f"{what} is missing")
+    unavailable(f"{what} is missing")
 
 
 def _find(*names: str) -> str | None:
