@@ -6,6 +6,7 @@ count as much as the ones at the top of a module."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -189,3 +190,44 @@ def test_public_names_are_lazy_and_importable() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "AdapterRegistry" in result.stdout
+
+
+# A contributor's clone has nothing beside it: the package and its docs cite public sources
+# and name the EVALMINE_DATA override, never a folder next to this repository.
+OUTSIDE_THE_REPOSITORY = re.compile(r"(^|[^.\w])\.\./shared\b|/work/shared\b|/shared/reference/")
+PUBLISHED = [PACKAGE, PACKAGE.parent / "docs", PACKAGE.parent / "README.md"]
+PUBLISHED.append(PACKAGE.parent / "CONTRIBUTING.md")
+
+
+def published_files() -> list[Path]:
+    files: list[Path] = []
+    for root in PUBLISHED:
+        candidates = [root] if root.is_file() else sorted(root.rglob("*"))
+        files += [f for f in candidates if f.suffix in {".py", ".md", ".yaml", ".json", ".js"}]
+    return files
+
+
+def test_the_package_and_docs_name_no_path_outside_the_repository() -> None:
+    files = published_files()
+    assert any(f.name == "anthropic.py" for f in files) and any(f.name == "spec.md" for f in files)
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{number}: {line.strip()}"
+        for path in files
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if OUTSIDE_THE_REPOSITORY.search(line)
+    ]
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    ("line", "outside"),
+    [
+        ("see /work/shared/reference/wire-formats.md", True),
+        ("looked in <repo>/../shared/data", True),
+        ("a bare ../shared/data path", True),
+        ("shared by every worker", False),
+        ("EVALMINE_DATA points at the data sets", False),
+    ],
+)
+def test_the_outside_path_rule_tells_one_from_the_other(line: str, outside: bool) -> None:
+    assert bool(OUTSIDE_THE_REPOSITORY.search(line)) is outside
