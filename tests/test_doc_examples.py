@@ -1,0 +1,127 @@
+"""README's output examples are what the tool prints now (scripts/doc_examples.py): each marked
+block is regenerated from real runs of the example suite on the fake adapter and compared."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+TERMINAL_WIN_RATE = re.compile(r"gemini-2\.5-flash: ([\d.]+)% \[([\d.]+)%, ([\d.]+)%\]")
+MCP_WIN_RATE = re.compile(r'"win_rate": ([\d.]+),\s+"interval": \[([\d.]+), ([\d.]+)\]')
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "doc_examples.py"
+
+
+def load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("doc_examples", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def doc_examples() -> ModuleType:
+    return load_script()
+
+
+def test_readme_examples_match_a_real_run(doc_examples: ModuleType, tmp_path: Path) -> None:
+    """Two pytest runs, one `evalmine validate` and an MCP session (its run_suite a third run)."""
+    blocks = doc_examples.generate(tmp_path)
+    readme = doc_examples.README.read_text()
+    assert set(doc_examples.marked_blocks(readme)) == set(blocks)
+    difference = doc_examples.drift(readme, blocks)
+    assert not difference, (
+        "README.md's examples drifted from a real run "
+        f"(python scripts/doc_examples.py --write):\n{difference}"
+    )
+    # The MCP server's run of the same suite has the terminal's win rate and interval.
+    (printed,) = TERMINAL_WIN_RATE.findall(blocks["run-output"].text)
+    (returned,) = MCP_WIN_RATE.findall(blocks["mcp-transcript"].text)
+    for percent, fraction in zip(printed, returned, strict=True):
+        assert abs(float(percent) - 100 * float(fraction)) <= 0.1, (printed, returned)
+    assert re.search(r"^\+calls: 0 made, \d+ cached", blocks["rerun-diff"].text, re.M)
+
+
+def test_the_summary_fits_80_columns_as_the_readme_says(doc_examples: ModuleType) -> None:
+    readme = doc_examples.README.read_text()
+    start, end = doc_examples.marked_blocks(readme)["run-output"]
+    lines = readme.splitlines()[start:end]
+    summary = lines[lines.index("=" * 35 + " evalmine " + "=" * 35) :]
+    assert len(summary) > 40
+    assert max(len(line) for line in summary) <= 80
+
+
+BLOCKED = """intro
+<!-- generated: one (a note) -->
+```
+old one
+```
+<!-- end generated -->
+middle, edited by someone else
+<!-- generated: two -->
+```diff
+old two
+```
+<!-- end generated -->
+end
+"""
+
+
+def test_only_the_marked_blocks_are_rewritten(doc_examples: ModuleType) -> None:
+    Block = doc_examples.Block
+    blocks = {"one": Block("new one\nline 2"), "two": Block("+new two", fence="diff")}
+    new = doc_examples.rewritten(BLOCKED, blocks)
+    assert new == BLOCKED.replace("old one", "new one\nline 2").replace("old two", "+new two")
+    assert doc_examples.drift(new, blocks) == ""
+    difference = doc_examples.drift(BLOCKED, blocks)
+    assert "-old one" in difference and "+new one" in difference and "+new two" in difference
+
+
+def test_a_marker_without_its_block_is_an_error(doc_examples: ModuleType) -> None:
+    with pytest.raises(ValueError, match="do not match"):
+        doc_examples.rewritten(BLOCKED, {"one": doc_examples.Block("x")})
+    with pytest.raises(ValueError, match="unclosed"):
+        doc_examples.marked_blocks("<!-- generated: one -->\n```\nx\n```\n")
+
+
+def test_an_excerpt_keeps_the_first_entries_and_says_where_it_cut(
+    doc_examples: ModuleType,
+) -> None:
+    lines = [
+        "-- Label next --",
+        "5 pairs where a label would teach the most:",
+        *[line for n in range(5) for line in (f"- pair {n}", f"    continued {n}")],
+        "(the terminal shows 5)",
+        "-- Paired comparison --",
+        "- not an entry of Label next",
+    ]
+    assert doc_examples.excerpt(lines) == [
+        *lines[:8],
+        "...",
+        "(the terminal shows 5)",
+        "-- Paired comparison --",
+        "- not an entry of Label next",
+    ]
+
+
+def test_masks_keep_figures_and_hide_what_changes_between_runs(
+    doc_examples: ModuleType, tmp_path: Path
+) -> None:
+    text = (
+        f"run 20261201T110553.164Z_968cc5-b78057fe-6d0f9ab7 at 2026-12-01T11:07:06+00:00\n"
+        f"latency p50 12 ms (n=28); p95 0 ms; kappa -0.33 [-0.51, -0.05]\n{tmp_path}/mcp"
+    )
+    assert doc_examples.mask(text, tmp_path).splitlines() == [
+        "run yyyymmddThhmmss.mmmZ_xxxxxx-b78057fe-6d0f9ab7 at yyyy-mm-ddThh:mm:ss+00:00",
+        "latency p50 N ms (n=28); p95 N ms; kappa -0.33 [-0.51, -0.05]",
+        "<tmp>/mcp",
+    ]
+    assert doc_examples.pytest_separator("56 passed in <T>s") == (
+        "=" * 30 + " 56 passed in <T>s " + "=" * 31
+    )
