@@ -1,14 +1,21 @@
-"""What CI reads (spec: "CI"): --junitxml properties of items and of the run, and progress
-lines in a log that is not a terminal."""
+"""What CI reads (spec: "CI"): --junitxml properties of items and of the run, progress lines
+in a log that is not a terminal, one list of exit codes in every document and the workflow, and
+docs/ci.md's recipe (a replay that misses because of the adapter says so)."""
 
 from __future__ import annotations
 
+import re
+import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+import yaml
 
-from pytest_evalmine import plugin
+from pytest_evalmine import exitcodes, plugin
+from pytest_evalmine.options import OPTIONS
+from pytest_evalmine.run.replay import NO_CACHED_ANSWER, ReplayMisses
+from pytest_evalmine.run.store import Store
 
 from .conftest import SMALL_SUITE
 from .test_judge_run import JUDGED_SUITE
@@ -129,3 +136,211 @@ def test_under_xdist_the_controller_prints_the_workers_calls(pytester: pytest.Py
     assert lines and lines[-1].startswith("evalmine: 6 calls made by workers, $0.0")
     rerun = pytester.runpytest("--evalmine-fake", "-n", "2")
     assert not [line for line in rerun.outlines if "calls made by workers" in line], "all cached"
+
+
+# One list of exit codes everywhere (spec: "Exit codes", "CI"): exitcodes.MEANINGS, the
+# workflow's `case` in docs/ci.md, and the tables of docs/ci.md, README.md and docs/spec.md.
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def section(text: str, heading: str) -> str:
+    """The text under ``heading`` (a whole line) up to the next heading of its level."""
+    level = heading.split(" ", 1)[0] + " "
+    body = text.split(f"\n{heading}\n", 1)[1]
+    return body.split(f"\n{level}", 1)[0]
+
+
+def table_rows(text: str, header: str) -> list[list[str]]:
+    """The cells of the markdown table whose header line is ``header``."""
+    lines = text.splitlines()
+    assert lines.count(header) == 1, f"one table headed {header!r}"
+    rows = []
+    for line in lines[lines.index(header) + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return rows
+
+
+def codes_of(cells: list[str]) -> list[int]:
+    """Every code a table's code column names, a range like ``0-6`` as each of its codes."""
+    codes = []
+    for cell in cells:
+        low, _, high = cell.partition("-")
+        codes.extend(range(int(low), int(high or low) + 1))
+    return codes
+
+
+def ci_workflow() -> dict:
+    text = (ROOT / "docs" / "ci.md").read_text("utf-8")
+    blocks = text.split("```yaml\n")
+    assert len(blocks) == 2, "docs/ci.md holds one workflow"
+    return yaml.safe_load(blocks[1].split("```", 1)[0])
+
+
+def workflow_steps() -> list[dict]:
+    return ci_workflow()["jobs"]["evals"]["steps"]
+
+
+def case_arms(script: str) -> list[tuple[list[str], str]]:
+    """The `case $code in ... esac` arms of a step's script: (patterns, action), one a line."""
+    body = script.split("case $code in\n", 1)[1].split("esac", 1)[0]
+    arms = []
+    for line in body.strip().splitlines():
+        pattern, _, action = line.strip().partition(")")
+        assert action.rstrip().endswith(";;"), f"one arm a line: {line!r}"
+        arms.append((pattern.split("|"), action))
+    return arms
+
+
+def test_meanings_are_pytests_codes_and_ours() -> None:
+    ours = {
+        value for name, value in vars(exitcodes).items() if name.isupper() and type(value) is int
+    }
+    assert set(exitcodes.MEANINGS) == {int(code) for code in pytest.ExitCode} | ours
+    assert min(ours) == 10
+
+
+def test_the_workflow_has_one_arm_per_exit_code() -> None:
+    (evals,) = [step for step in workflow_steps() if step.get("id") == "evals"]
+    arms = case_arms(evals["run"])
+    patterns = [pattern for names, _action in arms for pattern in names]
+    assert len(patterns) == len(set(patterns)), f"an arm no code reaches: {patterns}"
+    assert arms[-1][0] == ["*"] and patterns.count("*") == 1, "the catch-all comes last"
+    assert sorted(int(p) for p in patterns if p != "*") == sorted(exitcodes.MEANINGS)
+    for names, action in arms[:-1]:
+        (code,) = map(int, names)
+        assert exitcodes.MEANINGS[code] in action, (code, action)
+        assert ("exit 1" in action) == (code != 0), (code, action)
+    assert "exit 1" in arms[-1][1]
+
+
+def test_the_workflow_says_how_to_install_an_unpublished_package() -> None:
+    installs = [
+        step["run"] for step in workflow_steps() if "pytest-evalmine" in step.get("run", "")
+    ]
+    assert installs, "a step installs pytest-evalmine"
+    for run in installs:
+        assert "pip install pytest-evalmine " not in run, "not on the package index yet"
+        assert re.search(r"pytest-evalmine @ git\+https://\S+|\.whl\b", run), run
+
+
+@pytest.mark.parametrize(
+    ("document", "heading", "header"),
+    [
+        ("docs/ci.md", "## GitHub Actions", "| code | meaning | CI |"),
+        ("README.md", "## Exit codes", "| code | meaning |"),
+        (
+            "docs/spec.md",
+            "## 13. Exit codes",
+            "| code | meaning | text of the last line (section 12) |",
+        ),
+    ],
+)
+def test_each_exit_code_table_lists_exactly_the_codes(
+    document: str, heading: str, header: str
+) -> None:
+    rows = table_rows(section((ROOT / document).read_text("utf-8"), heading), header)
+    codes = codes_of([row[0] for row in rows])
+    assert len(codes) == len(set(codes)), f"{document}: a code listed twice: {codes}"
+    assert sorted(codes) == sorted(exitcodes.MEANINGS), document
+    if document == "docs/ci.md":
+        assert {row[0]: row[2] for row in rows} == {
+            str(code): "pass" if code == 0 else "fail" for code in exitcodes.MEANINGS
+        }
+    if document == "docs/spec.md":
+        assert {int(row[0]): row[2] for row in rows} == exitcodes.MEANINGS
+
+
+def test_the_option_help_names_the_codes_it_exits_with() -> None:
+    help_of = {option.name: option.help for option in OPTIONS}
+    assert f"exit {exitcodes.CALIBRATION_GATE_FAILED} when" in help_of["fail_under_calibration"]
+    assert (
+        f"exit {exitcodes.RELEASE_GATE_BLOCKED} on Block, "
+        f"{exitcodes.RELEASE_GATE_INVESTIGATE} on Investigate"
+    ) in help_of["gate"]
+
+
+# The CI recipe (docs/ci.md): a recording made with --evalmine-fake replays only with it, and a
+# replay without it says so instead of failing every item with no reason.
+
+PROVIDER_SUITE = SMALL_SUITE.replace(
+    "models: [fake/alpha, fake/beta]",
+    "models: [anthropic/claude-haiku-4-5, google/gemini-2.5-flash]",
+)
+BESIDE = "--evalmine-recording=beside"
+REPLAY = "--evalmine-record=none"
+
+
+def test_a_fake_recording_replayed_without_fake_says_to_add_it(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".eval.yaml", small=PROVIDER_SUITE)
+    pytester.runpytest("--evalmine-fake", BESIDE).assert_outcomes(passed=6)
+    shutil.rmtree(pytester.path / ".evalmine")  # a fresh checkout: the recording only
+    missed = pytester.runpytest(BESIDE, REPLAY)
+    missed.assert_outcomes(failed=6)
+    assert missed.ret == exitcodes.REPLAY_MISSED
+    errors = [line for line in missed.outlines if line.startswith("replay_miss: ")]
+    assert len(errors) == 6
+    for provider, model in [
+        ("anthropic", "anthropic/claude-haiku-4-5"),
+        ("google", "google/gemini-2.5-flash"),
+    ]:
+        assert (
+            f"replay_miss: {NO_CACHED_ANSWER}; the cached answers of {model} (the "
+            "recording's, or an earlier run's) were made with the fake adapter, and this run "
+            f"sends it to the {provider} adapter: add --evalmine-fake to replay them"
+        ) in errors
+    # What the message says to do works.
+    shutil.rmtree(pytester.path / ".evalmine")
+    pytester.runpytest("--evalmine-fake", BESIDE, REPLAY).assert_outcomes(passed=6)
+
+
+def test_a_stale_recording_misses_with_the_plain_reason(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".eval.yaml", small=PROVIDER_SUITE)
+    pytester.runpytest("--evalmine-fake", BESIDE).assert_outcomes(passed=6)
+    shutil.rmtree(pytester.path / ".evalmine")
+    pytester.makefile(
+        ".eval.yaml", small=PROVIDER_SUITE.replace("Rewrite politely", "Rewrite kindly")
+    )
+    result = pytester.runpytest("--evalmine-fake", BESIDE, REPLAY)
+    result.assert_outcomes(passed=4, failed=2)
+    errors = [line for line in result.outlines if line.startswith("replay_miss: ")]
+    assert errors == [f"replay_miss: {NO_CACHED_ANSWER}"] * 2
+
+
+@pytest.mark.parametrize(
+    ("made_by", "adapter", "advice"),
+    [
+        ({"fake"}, "anthropic", "add --evalmine-fake to replay them"),
+        ({"anthropic"}, "fake", "drop --evalmine-fake to replay them"),
+        (
+            {"openai", "anthropic"},
+            "local",
+            "route the model as when they were recorded, or record them again",
+        ),
+    ],
+)
+def test_the_miss_names_the_adapters_and_what_to_do(
+    tmp_path: Path, made_by: set[str], adapter: str, advice: str
+) -> None:
+    store = Store(tmp_path / "cache.sqlite")
+    store.load_recorded(
+        [
+            {"key": f"k-{name}", "provider": name, "model": "acme/m", "response": {}, "cost_usd": 0}
+            for name in made_by
+        ],
+        [],
+    )
+    misses = ReplayMisses(store)
+    error = misses.error("acme/m", adapter)
+    names = " and ".join(f"the {name} adapter" for name in sorted(made_by))
+    assert error == (
+        f"{NO_CACHED_ANSWER}; the cached answers of acme/m (the recording's, or an earlier "
+        f"run's) were made with {names}, and this run sends it to the {adapter} adapter: {advice}"
+    )
+    assert misses.error("other/model", adapter) == NO_CACHED_ANSWER, "no answers of it at all"
+    assert misses.error("acme/m", sorted(made_by)[0]) == NO_CACHED_ANSWER, "same adapter: stale"
+    store.close()

@@ -38,6 +38,7 @@ from ..redaction import count_redacted, redact
 from .loop import SessionLoop
 from .prices import PriceRow, PriceTable, declared_row
 from .records import ACCOUNTING_FIELDS
+from .replay import ReplayMisses
 from .same_turn import SameTurn
 from .store import (
     ANSWERED,
@@ -257,6 +258,7 @@ class Dispatcher:
     _answers: SameTurn[PaidAnswer, None] | None = field(default=None, init=False, repr=False)
     _settled: asyncio.Event | None = field(default=None, init=False, repr=False)
     _pacers: dict[str, _Pacer] = field(default_factory=dict, init=False, repr=False)
+    _replay_misses: ReplayMisses | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.record not in RECORD_MODES:
@@ -505,12 +507,9 @@ class Dispatcher:
                     return self._from_cache(item, hit)
                 state = None
             if self.record == "none":
-                return Outcome(
-                    item.key,
-                    REPLAY_MISS,
-                    error="no cached answer and --evalmine-record=none forbids calling the model",
-                    error_kind=REPLAY_MISS,
-                )
+                self._replay_misses = self._replay_misses or ReplayMisses(self.store)
+                error = self._replay_misses.error(item.request.model, item.adapter.name)
+                return Outcome(item.key, REPLAY_MISS, error=error, error_kind=REPLAY_MISS)
             if state is None:
                 state = self.store.claim(
                     self.run_token, item.key, self.owner, reads_cache=reads or fresh_answer_waiting

@@ -211,6 +211,13 @@ class Store:
                 )
         return rows
 
+    def answer_providers(self, model: str) -> set[str]:
+        """The adapters that made the cached answers of ``model`` (a replay miss says so)."""
+        rows = self.connection.execute(
+            "SELECT DISTINCT provider FROM answers WHERE model = ?", (model,)
+        ).fetchall()
+        return {row[0] for row in rows}
+
     def load_recorded(self, answers: list[dict], states: list[dict]) -> None:
         """Answers from a recording, kept where the cache already has the key; adapter
         states replaced (the recorded keys were made with them). One transaction."""
