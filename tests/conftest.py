@@ -14,7 +14,7 @@ import numpy  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
 
-from pytest_evalmine.suite.builtin import DATA_ENV, E2E, GSM8K
+from pytest_evalmine.suite.builtin import BUILTIN_SUITES, DATA_ENV
 
 # The statistics import numpy and scipy when first needed. pytester's in-process runs unload
 # every module imported during the run, and numpy refuses to load twice in one process, so
@@ -141,11 +141,12 @@ def cached_keys(root: Path) -> set[str]:
 
 
 def shared_data() -> Path:
-    """The public data sets (GSM8K, E2E): the folder ``$EVALMINE_DATA`` names, else
-    ``shared/data`` beside the repository, as CI lays it out (from a git worktree, beside the
-    main checkout). Neither: the test skips, naming the override; under ``CI=true`` it fails.
+    """The public data sets of every built-in suite (GSM8K, E2E, MMLU): the folder
+    ``$EVALMINE_DATA`` names, else ``shared/data`` beside the repository, as CI lays it out
+    (from a git worktree, beside the main checkout). Neither: the test skips, naming the
+    override; under ``CI=true`` it fails.
     An override that lacks the files always fails: it was meant to be used."""
-    wanted = [f"{file.folder}/{file.name}" for file in (GSM8K, E2E)]
+    wanted = [f"{s.data.folder}/{s.data.name}" for s in BUILTIN_SUITES.values()]
     if PUBLIC_DATA_OVERRIDE:
         folder = Path(PUBLIC_DATA_OVERRIDE)
         lacking = [name for name in wanted if not (folder / name).is_file()]

