@@ -1,5 +1,6 @@
 """The MCP server (spec: "MCP server"): every tool and every refusal through the SDK's own
-in-process client, and once end to end over real stdio."""
+in-process client; the tool listing, the plugin's refusals and a run end to end over real
+stdio."""
 
 from __future__ import annotations
 
@@ -12,15 +13,24 @@ from typing import Any
 
 import pytest
 
+from pytest_evalmine import exitcodes
 from pytest_evalmine.commands.mcp_server import (
     CEILING_ENV,
     MAX_COST_ENV,
+    NO_GATE_NOTE,
     ROOT_ENV,
     Limits,
     Refusal,
     Tools,
     build_server,
+    dollars,
+    kappa,
+    points,
+    refusal_line,
+    seconds,
+    share,
 )
+from pytest_evalmine.reports.render import money
 
 from .test_judge_run import JUDGED_SUITE
 
@@ -44,6 +54,49 @@ async def _call(server: Any, tool: str, arguments: dict[str, Any]) -> dict[str, 
 
 def call(root: Path, tool: str, **arguments: Any) -> dict[str, Any]:
     return anyio.run(_call, build_server(Limits(root=root.resolve())), tool, arguments)
+
+
+def over_stdio(root: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any, list[Any]]:
+    """The real command, spawned over stdio with the SDK's client: its tool listing and the
+    structured results of ``calls``, in order. Its environment holds no provider key (the
+    client passes only PATH, HOME and the like), so no call can reach a provider."""
+    parameters = mcp.StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "pytest_evalmine.commands.mcp_server"],
+        env={ROOT_ENV: str(root), "PATH": os.environ.get("PATH", "")},
+        cwd=str(root),
+    )
+
+    async def session() -> tuple[Any, list[Any]]:
+        async with mcp.Client(parameters) as client:
+            tools = (await client.list_tools()).tools
+            results = []
+            for tool, arguments in calls:
+                result = await client.call_tool(tool, arguments)
+                assert not result.is_error, result.content
+                results.append(result.structured_content["result"])
+            return tools, results
+
+    return anyio.run(session)
+
+
+def floats_in(value: Any) -> list[float]:
+    if isinstance(value, float):
+        return [value]
+    if isinstance(value, dict):
+        return [f for v in value.values() for f in floats_in(v)]
+    if isinstance(value, list):
+        return [f for v in value for f in floats_in(v)]
+    return []
+
+
+def assert_rounded(result: dict[str, Any]) -> None:
+    """No float carries more than the six decimals of the smallest sum of money the terminal
+    prints ($0.000123): none has the tail of an unrounded sum (0.04908990000000001)."""
+    numbers = floats_in(result)
+    assert numbers
+    for number in numbers:
+        assert len(repr(number).partition(".")[2]) <= 6, number
 
 
 @pytest.fixture
@@ -111,25 +164,144 @@ def test_run_suite_returns_numbers_and_flags_never_answer_text(root: Path) -> No
     texts = [json.loads(line)["text"] for line in answers.read_text().splitlines()]
     flat = json.dumps(result)
     assert texts and not any(text in flat for text in texts)
+    # The numbers as report.md (the terminal's sections) prints them, digit for digit.
+    assert_rounded(result)
+    printed = (root / run["report_md"]).read_text()
+    assert f"cost: ${run['spent_usd']:.4f} this run" in printed
+    assert f"kappa {run['calibration']['kappa']:.2f} [" in printed
+    low, high = rate["interval"]
+    assert f"{100 * rate['win_rate']:.1f}% [{100 * low:.1f}%, {100 * high:.1f}%]†" in printed
+    for model in run["models"]:
+        assert f"| ${model['cost_usd']:.4f} | ${model['cost_if_uncached_usd']:.4f} |" in printed
+    # The paired comparison in words and numbers, as report.json has it; no gate in this suite.
+    stored = json.loads((root / run["report_json"]).read_text())
+    (paired,) = result["paired"]
+    (want,) = stored["paired"]
+    assert (paired["candidate"], paired["baseline"], paired["metric"]) == (
+        "google/gemini-2.5-flash",
+        "anthropic/claude-haiku-4-5",
+        "all_pass",
+    )
+    assert paired["verdict"] == want["verdict"] and "cannot be told apart" in paired["verdict"]
+    assert (paired["cases"], paired["same"], paired["beyond_noise"]) == (28, 28, None)
+    assert paired["delta_points"] == pytest.approx(100 * want["delta"], abs=0.05)
+    assert paired["interval_points"] == pytest.approx(
+        [100 * want["interval"]["low"], 100 * want["interval"]["high"]], abs=0.05
+    )
+    # Both ends as the verdict line prints them.
+    assert "[{:+.1f}, {:+.1f}]".format(*paired["interval_points"]) in paired["verdict"]
+    assert paired["noise_floor_points"] is None, "one repeat: the floor is unknown"
+    assert "worse_examples" not in paired, "examples hold answers"
+    assert result["gate"] == {
+        "verdict": "not_applicable",
+        "note": NO_GATE_NOTE,
+        "metric": None,
+        "indifference_points": None,
+        "minor_regression_points": None,
+        "regression_failures": 0,
+        "candidates": [],
+    }
 
 
-def test_run_suite_lists_failing_items_by_node_id(root: Path) -> None:
-    (root / "failing.eval.yaml").write_text(FAILING_SUITE)
+def test_run_suite_lists_failing_items_by_node_id_and_returns_the_gate(root: Path) -> None:
+    (root / "failing.eval.yaml").write_text(FAILING_SUITE + "gate: {metric: all_pass}\n")
     result = call(root, "run_suite", suite="failing.eval.yaml", fake=True, max_cost=0.5)
-    assert (result["status"], result["exit_code"]) == ("completed", 1)
+    assert result["status"] == "completed"
     assert result["max_cost_usd"] == 0.5
     assert sorted(result["run"]["failing_node_ids"]) == [
         f"failing.eval.yaml::triage::{case}[{model}]"
         for case in ("charged-twice", "login-loop")
         for model in ("fake/alpha", "fake/beta")
     ]
+    stored = json.loads((root / result["run"]["report_json"]).read_text())["gate"]
+    gate = result["gate"]
+    # Both models fail the same two cases: no change, over three cases too few to tell.
+    assert gate["verdict"] == stored["verdict"] == "hold"
+    assert result["exit_code"] == 1, "a Hold keeps pytest's code"
+    assert (gate["note"], gate["metric"], gate["regression_failures"]) == (None, "all_pass", 0)
+    assert (gate["indifference_points"], gate["minor_regression_points"]) == (1.0, 2.0)
+    (row,) = gate["candidates"]
+    (want,) = stored["candidates"]
+    assert (row["candidate"], row["verdict"], row["trusted"]) == ("fake/beta", "hold", True)
+    assert row["reason"] == want["reason"]
+    assert row["delta_points"] == 0.0
+    low, high = row["interval_points"]
+    assert (low, high) == pytest.approx(
+        (want["interval_points"]["low"], want["interval_points"]["high"]), abs=0.05
+    )
+    assert low < -1 <= high, "the Hold row of the decision table"
+    (paired,) = result["paired"]
+    assert (paired["cases"], paired["worse"], paired["better"], paired["same"]) == (3, 0, 0, 3)
+    assert paired["interval_points"] == [low, high], "the gate reads the paired interval"
 
 
-def test_a_run_the_plugin_refuses_is_a_typed_refusal(root: Path) -> None:
-    result = call(root, "run_suite", suite="judged.eval.yaml", fake=True, max_cost=0.000001)
+def test_a_gate_without_a_candidate_does_not_apply_and_says_why(root: Path) -> None:
+    (root / "gated.eval.yaml").write_text(JUDGED_SUITE + "gate: {metric: all_pass}\n")
+    result = call(root, "run_suite", suite="gated.eval.yaml", fake=True, models=["fake/alpha"])
+    stored = json.loads((root / result["run"]["report_json"]).read_text())["gate"]
+    assert result["gate"]["verdict"] == stored["verdict"] == "not_applicable"
+    assert result["gate"]["note"] == stored["note"] and "one model" in stored["note"]
+    assert (result["gate"]["metric"], result["gate"]["candidates"]) == ("all_pass", [])
+    assert result["paired"] == [], "no candidate: nothing to pair"
+
+
+EXAMPLE = "examples/support-desk.eval.yaml"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "reason"),
+    [
+        pytest.param(
+            {"suite": "judged.eval.yaml", "fake": True, "max_cost": 0.000001},
+            "refused before spending: 6 uncached answer call(s) and 6 judge call(s) of this "
+            "selection are estimated at $",
+            id="over-the-cap",
+        ),
+        pytest.param(
+            {"suite": EXAMPLE, "fake": True, "models": ["anthropic/claude-nonexistent-9"]},
+            "refused before spending: no price for model 'anthropic/claude-nonexistent-9' in "
+            "the price table pinned ",
+            id="unknown-model",
+        ),
+        pytest.param(
+            # Not the fake adapter: the real providers, whose keys the server does not have.
+            {"suite": EXAMPLE},
+            "refused before spending: anthropic: environment variable ANTHROPIC_API_KEY is not "
+            "set (it holds the API key); google: environment variable GEMINI_API_KEY is not set",
+            id="missing-keys",
+        ),
+    ],
+)
+def test_each_refusal_before_spending_returns_the_plugins_own_line_over_stdio(
+    root: Path, arguments: dict[str, Any], reason: str
+) -> None:
+    _, (result,) = over_stdio(root, [("run_suite", arguments)])
     assert (result["status"], result["code"]) == ("refused", "refused_before_spending")
-    assert result["reason"].startswith("refused before spending: ")
-    assert not (root / "reports").exists()
+    assert result["reason"].startswith(reason), result["reason"]
+    assert result["reason"] != exitcodes.meaning(exitcodes.REFUSED_BEFORE_SPENDING)
+    assert "\n" not in result["reason"] and not result["reason"].endswith("!")
+    assert not (root / "reports").exists(), "nothing ran"
+
+
+def test_the_refusal_is_read_from_the_runs_last_line() -> None:
+    output = (
+        "no tests ran in 0.51s\n"
+        "! evalmine: refused before spending: over the cap, as pytest.exit says it !\n"
+        "evalmine: exit 10: refused before spending: over the cap, as the last line says it\n"
+    )
+    assert refusal_line(output) == "refused before spending: over the cap, as the last line says it"
+    assert refusal_line("no tests ran\n") == exitcodes.meaning(exitcodes.REFUSED_BEFORE_SPENDING)
+    assert refusal_line("evalmine: exit 11: stopped over budget\n") == exitcodes.meaning(10)
+
+
+def test_numbers_are_rounded_as_the_terminal_prints_them() -> None:
+    assert dollars(0.04908990000000001) == 0.0491
+    assert dollars(0.000123456) == 0.000123, "six decimals below a tenth of a cent"
+    assert dollars(0.0) == 0.0 and dollars(None) is None
+    assert share(0.51843217) == 0.518 and share(0.07) == 0.07
+    assert kappa(-0.33333) == -0.33
+    assert seconds(0.1234567) == 0.123
+    assert points(0.06597837694040132) == 6.6 and points(-0.0234) == -2.3
 
 
 @pytest.mark.parametrize(
@@ -250,6 +422,13 @@ def test_list_runs_show_run_last_report_and_compare_read_stored_runs(two_runs: P
     assert (compared["run_a"], compared["run_b"]) == (first, second)
     assert compared["changes"]["previous_run_id"] == first
     assert compared["changes"]["same_suite"] is True
+    assert_rounded(compared)
+    assert_rounded(shown)
+    cost = compared["changes"]["cost"]["if_uncached_usd"]
+    printed = (two_runs / last["report_md"]).read_text()
+    # The fake's cost is below a tenth of a cent: six decimals, as the terminal prints it.
+    assert 0 < cost["now"] < 0.001
+    assert f"cost if uncached: {money(cost['before'])} -> {money(cost['now'])}" in printed
 
 
 def test_unknown_runs_and_suites_are_refusals(two_runs: Path) -> None:
@@ -260,26 +439,19 @@ def test_unknown_runs_and_suites_are_refusals(two_runs: Path) -> None:
 
 
 def test_end_to_end_over_stdio_with_the_sdk_client(root: Path) -> None:
-    """The real command, spawned over stdio: list the tools, run the example on the fake
-    adapter, read the run back."""
-    parameters = mcp.StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "pytest_evalmine.commands.mcp_server"],
-        env={ROOT_ENV: str(root), "PATH": os.environ.get("PATH", "")},
-        cwd=str(root),
-    )
-
-    async def session() -> tuple[set[str], dict[str, Any], dict[str, Any]]:
-        async with mcp.Client(parameters) as client:
-            listed = {tool.name for tool in (await client.list_tools()).tools}
-            ran = await client.call_tool(
-                "run_suite", {"suite": "examples/support-desk.eval.yaml", "fake": True}
-            )
-            run_id = ran.structured_content["result"]["run"]["run_id"]
-            shown = await client.call_tool("show_run", {"run": run_id})
-            return listed, ran.structured_content["result"], shown.structured_content["result"]
-
-    listed, ran, shown = anyio.run(session)
-    assert listed == TOOLS
+    """The real command, spawned over stdio: list the tools, every argument described; run the
+    example on the fake adapter, read the run back."""
+    tools, (ran,) = over_stdio(root, [("run_suite", {"suite": EXAMPLE, "fake": True})])
+    assert {tool.name for tool in tools} == TOOLS
+    for tool in tools:
+        properties = tool.input_schema["properties"]
+        assert properties, tool.name
+        for name, schema in properties.items():
+            assert schema.get("description", "").strip(), f"{tool.name}({name})"
+            assert schema["description"] != schema.get("title"), f"{tool.name}({name})"
     assert (ran["status"], ran["exit_code"], ran["run"]["items"]) == ("completed", 0, 56)
-    assert shown["run"] == ran["run"]
+    assert ran["paired"] and ran["gate"]["verdict"] == "not_applicable"
+    _, (shown,) = over_stdio(root, [("show_run", {"run": ran["run"]["run_id"]})])
+    assert {key: shown[key] for key in ("run", "paired", "gate")} == {
+        key: ran[key] for key in ("run", "paired", "gate")
+    }

@@ -2,8 +2,9 @@
 
 Tools run a suite (pytest in a child process, so a crash, a hang or an import cached between
 runs cannot reach the server), read and compare stored runs, and list suites. Every result is
-a typed record: numbers, flags and node ids, never an answer's text. A refusal (a path outside
-the suite root, a cap above the ceiling, a suite that does not load) is a result with
+a typed record: numbers, flags and node ids, never an answer's text, the numbers rounded as the
+terminal prints them. A refusal (a path outside the suite root, a cap above the ceiling, a suite
+that does not load, the plugin's own refusal before spending) is a result with
 ``status: "refused"``, not an exception, so the agent reads why.
 """
 
@@ -11,14 +12,21 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from .. import exitcodes
 from ..engine.catalog import SuiteInfo, describe_suite, find_suite_files
 from ..engine.stored import RunDigest, StoredRun, digest, find_run, latest_run, list_runs
 from ..errors import EvalmineError
+from ..reports.render import milliseconds, money
+from ..reports.sections import number, percent
+
+try:  # the tools' argument descriptions; pydantic comes with the SDK (the `mcp` extra)
+    from pydantic import Field
+except ImportError:  # pragma: no cover - main() says the SDK is missing
+    Field = None  # only the SDK reads the annotations that name it
 
 ROOT_ENV = "EVALMINE_MCP_SUITE_ROOT"
 MAX_COST_ENV = "EVALMINE_MCP_MAX_COST"
@@ -59,12 +67,66 @@ def refusal(code: str, reason: str) -> Refusal:
 
 
 @dataclass
+class PairedDigest:
+    """One paired comparison of report.json's ``paired`` (spec: "Paired comparison"), in
+    points (x 100) as the terminal prints them; never its example answers."""
+
+    candidate: str
+    baseline: str
+    metric: str  # all_pass or score
+    verdict: str  # the plain-words line the terminal and report.md print
+    cases: int  # cases answered by both (n)
+    observations: int  # paired repeats
+    excluded_cases: int
+    delta_points: float | None
+    interval_points: list[float] | None
+    noise_floor_points: float | None  # None: unknown (no case has two repeats)
+    beyond_noise: bool | None
+    worse: int
+    better: int
+    same: int
+
+
+@dataclass
+class GateRowDigest:
+    candidate: str
+    verdict: str  # ship, hold, investigate or block
+    delta_points: float | None
+    interval_points: list[float] | None
+    trusted: bool
+    reason: str
+
+
+@dataclass
+class GateDigest:
+    """The release gate (spec: "Release gate"): the run's verdict, the most severe over its
+    candidates, or ``not_applicable`` (no gate, no run, or no candidate to gate) with why."""
+
+    verdict: Literal["ship", "hold", "investigate", "block", "not_applicable"]
+    note: str | None  # why not applicable; None when the gate gave a verdict
+    metric: str | None = None
+    indifference_points: float | None = None
+    minor_regression_points: float | None = None
+    regression_failures: int = 0
+    candidates: list[GateRowDigest] = field(default_factory=list)
+
+
+NO_GATE_NOTE = "no release gate: the suite has no gate: and the run had no --evalmine-gate"
+
+
+def no_gate(why: str = NO_GATE_NOTE) -> GateDigest:
+    return GateDigest("not_applicable", why)
+
+
+@dataclass
 class RunSuiteResult:
     status: Literal["completed", "failed"]
     exit_code: int
     exit_meaning: str
     max_cost_usd: float
     run: RunDigest | None  # None when pytest ended without writing a report
+    paired: list[PairedDigest] = field(default_factory=list)
+    gate: GateDigest = field(default_factory=no_gate)
 
 
 @dataclass
@@ -97,6 +159,8 @@ class SuiteList:
 class RunView:
     status: Literal["ok"]
     run: RunDigest
+    paired: list[PairedDigest] = field(default_factory=list)
+    gate: GateDigest = field(default_factory=no_gate)
 
 
 @dataclass
@@ -160,7 +224,12 @@ class Tools:
         self.limits = limits
 
     # read-only ----------------------------------------------------------------------------
-    def list_suites(self, folder: str = ".") -> SuiteList | Refusal:
+    def list_suites(
+        self,
+        folder: Annotated[
+            str, Field(description="a folder under the suite root, searched with its subfolders")
+        ] = ".",
+    ) -> SuiteList | Refusal:
         """Suite files (*.eval.yaml) under a folder of the suite root, with their tasks,
         cases, models, judge and labels; a suite that does not load shows its error."""
         try:
@@ -176,7 +245,12 @@ class Tools:
         ]
         return SuiteList("ok", _shown(where, self.limits.root), suites)
 
-    def list_runs(self, suite: str) -> RunList | Refusal:
+    def list_runs(
+        self,
+        suite: Annotated[
+            str, Field(description="a suite's name, or its suite file under the suite root")
+        ],
+    ) -> RunList | Refusal:
         """A suite's stored runs, oldest first (suite name, or its file)."""
         try:
             name = self._suite_name(suite)
@@ -187,15 +261,36 @@ class Tools:
         runs = [_brief(run) for run in list_runs(self.limits.report_root, name)]
         return RunList("ok", name, runs)
 
-    def show_run(self, run: str) -> RunView | Refusal:
-        """One stored run (run id, run folder or report.json) in numbers and flags."""
+    def show_run(
+        self,
+        run: Annotated[
+            str,
+            Field(description="a run id, or a run folder or its report.json under the root"),
+        ],
+    ) -> RunView | Refusal:
+        """One stored run in numbers and flags, with its paired comparison and release gate
+        (as run_suite returns them)."""
         return self._view(lambda: self._find(run))
 
-    def last_report(self, suite: str) -> RunView | Refusal:
-        """The latest run of a suite (its name, or its file under the suite root)."""
+    def last_report(
+        self,
+        suite: Annotated[
+            str, Field(description="a suite's name, or its suite file under the suite root")
+        ],
+    ) -> RunView | Refusal:
+        """The latest run of a suite, as show_run returns it."""
         return self._view(lambda: latest_run(self.limits.report_root, self._suite_name(suite)))
 
-    def compare(self, run_a: str, run_b: str) -> Comparison | Refusal:
+    def compare(
+        self,
+        run_a: Annotated[
+            str,
+            Field(description="the earlier run: a run id, a run folder or its report.json"),
+        ],
+        run_b: Annotated[
+            str, Field(description="the later run: a run id, a run folder or its report.json")
+        ],
+    ) -> Comparison | Refusal:
         """What changed from run_a to run_b (run ids, run folders or report.json paths):
         cost, latency, calibration, and win-rate movements (same suite) or task changes."""
         from ..reports.compare import compare
@@ -207,7 +302,7 @@ class Tools:
             return refusal("path_outside_root", str(exc))
         except EvalmineError as exc:
             return refusal("not_found", str(exc))
-        return Comparison("ok", before.run_id, after.run_id, changes)
+        return Comparison("ok", before.run_id, after.run_id, _rounded_changes(changes))
 
     # spending -----------------------------------------------------------------------------
     def cap_for(self, suite_limit: float | None, max_cost: float | None) -> float | Refusal:
@@ -268,20 +363,35 @@ class Tools:
 
     async def run_suite(
         self,
-        suite: str,
-        models: list[str] | None = None,
-        max_cost: float | None = None,
-        baseline: str | None = None,
-        no_cache: bool = False,
-        fake: bool = False,
+        suite: Annotated[str, Field(description="the suite file, a path under the suite root")],
+        models: Annotated[
+            list[str] | None,
+            Field(description="provider/model strings, baseline first; default: the suite's list"),
+        ] = None,
+        max_cost: Annotated[
+            float | None,
+            Field(
+                description="the run's cap in USD; default the smaller of the suite's limit and "
+                "the server's default; above the server's ceiling is refused, never clamped"
+            ),
+        ] = None,
+        baseline: Annotated[
+            str | None,
+            Field(description="the model the others are compared with; default the first"),
+        ] = None,
+        no_cache: Annotated[
+            bool, Field(description="call every model again instead of replaying cached answers")
+        ] = False,
+        fake: Annotated[
+            bool, Field(description="answer with the offline fake adapter, at no cost")
+        ] = False,
     ) -> RunSuiteResult | Refusal:
-        """Run a suite file (a path under the suite root) with pytest in a child process and
-        return its numbers: run id, report paths, headline eligibility and why, calibration,
-        win rates (dagger = not headline-eligible), per-model scorecard, cost, failing node
-        ids. models: provider/model strings, baseline first. max_cost: USD cap (default the
-        smaller of the suite limit and the server default; above the ceiling is refused).
-        fake: answer with the offline fake adapter, at no cost. no_cache: call every model
-        again."""
+        """Run a suite file with pytest in a child process and return its numbers: run id,
+        report paths, headline eligibility and why, calibration, win rates (dagger = not
+        headline-eligible), per-model scorecard, cost, failing node ids, the paired comparison
+        of each candidate with the baseline (verdict in words, delta, interval, noise floor)
+        and the release gate's verdict. A refusal before spending carries the plugin's own
+        line (an unknown model, a missing key, or the estimate over the cap)."""
         from ..suite.loader import load_suite
 
         try:
@@ -303,18 +413,21 @@ class Tools:
         before = {run.run_id for run in list_runs(self.limits.report_root, loaded.name)}
         code, output = await _run_child(command, self.child_environment(keys), self.limits)
         if code is None:
-            return RunSuiteResult(
-                "failed", -1, f"timed out after {self.limits.timeout_s:.0f} s", cap, None
-            )
+            why = f"timed out after {self.limits.timeout_s:.0f} s"
+            return RunSuiteResult("failed", -1, why, cap, None, gate=no_gate(f"no run: {why}"))
         if code == exitcodes.REFUSED_BEFORE_SPENDING:
-            return refusal("refused_before_spending", _exit_message(output))
+            return refusal("refused_before_spending", refusal_line(output))
         new_runs = [
             r for r in list_runs(self.limits.report_root, loaded.name) if r.run_id not in before
         ]
         # Any exit that left a run folder (0, 1, budget and gate codes) has numbers to return.
-        run = digest(new_runs[-1], self.limits.root) if new_runs else None
-        status: Literal["completed", "failed"] = "completed" if run is not None else "failed"
-        return RunSuiteResult(status, code, exitcodes.meaning(code), cap, run)
+        if not new_runs:
+            gate = no_gate("no run: pytest wrote no report")
+            return RunSuiteResult("failed", code, exitcodes.meaning(code), cap, None, gate=gate)
+        view = self._digested(new_runs[-1])
+        return RunSuiteResult(
+            "completed", code, exitcodes.meaning(code), cap, view.run, view.paired, view.gate
+        )
 
     # helpers ------------------------------------------------------------------------------
     def _inside(self, path: Path) -> bool:
@@ -346,10 +459,18 @@ class Tools:
         confine(self.limits.root, str(run.run_dir))
         return run
 
+    def _digested(self, run: StoredRun) -> RunView:
+        report = run.report()
+        return RunView(
+            "ok",
+            _rounded_digest(digest(run, self.limits.root)),
+            [_paired_digest(entry) for entry in report.get("paired") or []],
+            _gate_digest(report.get("gate")),
+        )
+
     def _view(self, locate: Any) -> RunView | Refusal:
         try:
-            run = locate()
-            return RunView("ok", digest(run, self.limits.root))
+            return self._digested(locate())
         except OutsideRoot as exc:
             return refusal("path_outside_root", str(exc))
         except EvalmineError as exc:
@@ -369,18 +490,167 @@ def _brief(run: StoredRun) -> RunBrief:
         models=report["models"],
         items=report["items"],
         outcomes=report["outcomes"],
-        spent_usd=report["cost"]["spent_usd"],
+        spent_usd=dollars(report["cost"]["spent_usd"]),
         partial=bool(report["partial"]),
         headline_eligible=None if headline is None else bool(headline["headline_eligible"]),
     )
 
 
-def _exit_message(output: str) -> str:
-    """The one line our plugin gave ``pytest.exit`` (never an answer: no item ran)."""
-    for line in output.splitlines():
-        if "Exit: " in line:
-            return line.split("Exit: ", 1)[1].strip(" !")
+REFUSAL_PREFIX = f"evalmine: exit {exitcodes.REFUSED_BEFORE_SPENDING}: "
+
+
+def refusal_line(output: str) -> str:
+    """Why the plugin refused, from the run's last line (spec: "Terminal summary"),
+    ``evalmine: exit 10: REASON``, where REASON is the refusal's own line: the unpriced
+    model, the missing key or the estimate over the cap. A refused run writes no report, so
+    this line is all it leaves; it never holds an answer (no item ran)."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(REFUSAL_PREFIX):
+            return line[len(REFUSAL_PREFIX) :].strip()
     return exitcodes.meaning(exitcodes.REFUSED_BEFORE_SPENDING)
+
+
+# Numbers as the terminal prints them: each is read back from the terminal's own text for it
+# (reports.render, reports.sections), so an agent and a person see the same digits and the
+# two cannot drift apart. Floats arrive unrounded (0.04908990000000001) from the sums.
+def dollars(value: float | None) -> float | None:
+    """$0.0491: four decimals, six below a tenth of a cent (``money``)."""
+    return None if value is None else float(money(value).replace("$", ""))
+
+
+def share(value: float | None) -> float | None:
+    """A rate the terminal prints as a percent with one decimal (``percent``): 0.518."""
+    return None if value is None else round(float(percent(value).rstrip("%")) / 100, 3)
+
+
+def kappa(value: float | None) -> float | None:
+    """Two decimals (``number``), as kappa and its interval are printed."""
+    return None if value is None else float(number(value))
+
+
+def seconds(value: float | None) -> float | None:
+    """A latency to the millisecond (``milliseconds``), in seconds."""
+    return None if value is None else round(float(milliseconds(value).split()[0]) / 1000, 3)
+
+
+def points(value: float | None) -> float | None:
+    """A fraction as points (x 100) with one decimal, as the paired and gate lines print."""
+    return None if value is None else float(number(100 * value, 1))
+
+
+def _each(rounding: Any, values: list[float] | None) -> list[float] | None:
+    return None if values is None else [rounding(v) for v in values]
+
+
+def _rounded_digest(run: RunDigest) -> RunDigest:
+    cal = run.calibration
+    return replace(
+        run,
+        spent_usd=dollars(run.spent_usd),
+        if_uncached_usd=dollars(run.if_uncached_usd),
+        cap_usd=dollars(run.cap_usd),
+        calibration=None
+        if cal is None
+        else replace(cal, kappa=kappa(cal.kappa), interval=_each(kappa, cal.interval)),
+        win_rates=[
+            replace(r, win_rate=share(r.win_rate), interval=_each(share, r.interval))
+            for r in run.win_rates
+        ],
+        models=[
+            replace(
+                m,
+                schema_pass_rate=share(m.schema_pass_rate),
+                latency_p50_s=seconds(m.latency_p50_s),
+                latency_p95_s=seconds(m.latency_p95_s),
+                cost_usd=dollars(m.cost_usd),
+                cost_if_uncached_usd=dollars(m.cost_if_uncached_usd),
+            )
+            for m in run.models
+        ],
+    )
+
+
+def _rounded_changes(changes: dict[str, Any]) -> dict[str, Any]:
+    """Compare's numbers (spec: "Compare") as its "What changed" section prints them."""
+    cal = changes["calibration"]
+    rounded = {
+        **changes,
+        "cost": {
+            name: {key: dollars(value) for key, value in delta.items()}
+            for name, delta in changes["cost"].items()
+        },
+        "latency": [
+            {
+                **row,
+                "p50_change_s": seconds(row["p50_change_s"]),
+                "p95_change_s": seconds(row["p95_change_s"]),
+            }
+            for row in changes["latency"]
+        ],
+        "calibration": {
+            **cal,
+            **{key: kappa(cal[key]) for key in ("kappa_now", "kappa_before", "kappa_change")},
+        },
+    }
+    for moves in ("win_rate_movements", "movers"):
+        if moves in changes:
+            rounded[moves] = [
+                {**m, **{key: share(m[key]) for key in ("now", "before", "change")}}
+                for m in changes[moves]
+            ]
+    return rounded
+
+
+def _low_high(interval: dict[str, float] | None, rounding: Any) -> list[float] | None:
+    return None if interval is None else [rounding(interval["low"]), rounding(interval["high"])]
+
+
+def _paired_digest(entry: dict[str, Any]) -> PairedDigest:
+    return PairedDigest(
+        candidate=entry["candidate"],
+        baseline=entry["baseline"],
+        metric=entry["metric"],
+        verdict=entry["verdict"],
+        cases=entry["cases"],
+        observations=entry.get("observations", entry["cases"]),
+        excluded_cases=entry.get("excluded_cases") or 0,
+        delta_points=points(entry.get("delta")),
+        interval_points=_low_high(entry.get("interval"), points),
+        noise_floor_points=points((entry.get("noise_floor") or {}).get("floor")),
+        beyond_noise=entry.get("beyond_noise"),
+        worse=entry["worse"],
+        better=entry["better"],
+        same=entry["same"],
+    )
+
+
+def _in_points(value: float | None) -> float | None:
+    """A number already in points, with the one decimal the gate's lines print."""
+    return None if value is None else float(number(value, 1))
+
+
+def _gate_digest(gate: dict[str, Any] | None) -> GateDigest:
+    if gate is None:
+        return no_gate()
+    return GateDigest(
+        verdict=gate["verdict"],
+        note=gate.get("note"),  # why a gate did not apply (one model), as report.json says
+        metric=gate["metric"],
+        indifference_points=gate["indifference_points"],
+        minor_regression_points=gate["minor_regression_points"],
+        regression_failures=gate.get("regression_failures", 0),
+        candidates=[
+            GateRowDigest(
+                candidate=row["candidate"],
+                verdict=row["verdict"],
+                delta_points=_in_points(row.get("delta_points")),
+                interval_points=_low_high(row.get("interval_points"), _in_points),
+                trusted=bool(row["trusted"]),
+                reason=row["reason"],
+            )
+            for row in gate.get("candidates") or []
+        ],
+    )
 
 
 async def _run_child(
