@@ -350,6 +350,21 @@ def check_values(values: dict[str, Any]) -> None:
     record_mode(values["no_cache"], values["record"])
     if values.get("gate"):
         gate_from_spec(values["gate"])
+    if values.get("models"):
+        check_models_option(values["models"])
+
+
+def check_models_option(text: str) -> None:
+    """``--evalmine-models`` naming a model twice is refused (``ValueError``): it would be
+    answered, scored and judged twice under one name. (A suite's ``models`` list is checked
+    where it is written, at load time.)"""
+    models = [model.strip() for model in text.split(",") if model.strip()]
+    repeated = sorted({model for model in models if models.count(model) > 1})
+    if repeated:
+        raise ValueError(
+            f"--evalmine-models: {', '.join(repeated)} is named more than once ({text}); "
+            "name each model once"
+        )
 
 
 # Options whose values only a higher layer can parse (endpoint, rate and fault specs).

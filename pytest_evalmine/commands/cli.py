@@ -149,6 +149,7 @@ def _suite_name(args: argparse.Namespace) -> str:
 # subcommands ------------------------------------------------------------------------------
 def cmd_validate(args: argparse.Namespace) -> int:
     from ..engine.catalog import validate
+    from ..reports.render import counted
 
     session = _session(args)
     worst = 0
@@ -165,7 +166,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
             continue
         judge = f"judge {done.judge}" if done.judge else "no judge"
         models = ", ".join(done.models)
-        print(f"ok {done.path}: suite {done.suite}, {done.items} items, {models}; {judge}")
+        items = counted(done.items, "item")
+        print(f"ok {done.path}: suite {done.suite}, {items}, {models}; {judge}")
     return worst
 
 
@@ -213,6 +215,7 @@ def _price(value: float | None) -> str:
 
 def cmd_suites(args: argparse.Namespace) -> int:
     from ..engine.catalog import describe_suite, find_suite_files
+    from ..reports.render import counted
     from ..suite.builtin import BUILTIN_SUITES
 
     root = args.rootdir.resolve()
@@ -225,8 +228,9 @@ def cmd_suites(args: argparse.Namespace) -> int:
             print(f"{info.path}: does not load: {info.error}")
             continue
         print(
-            f"{info.path}: suite {info.name}, {info.tasks} tasks, {info.cases} cases, "
-            f"{info.labels} labels; models {', '.join(info.models) or '-'}; "
+            f"{info.path}: suite {info.name}, {counted(info.tasks, 'task')}, "
+            f"{counted(info.cases, 'case')}, {counted(info.labels, 'label')}; "
+            f"models {', '.join(info.models) or '-'}; "
             f"judge {info.judge or '-'}"
         )
     for suite in BUILTIN_SUITES.values():

@@ -9,6 +9,9 @@ from typing import Any
 
 from ..errors import EvalmineError
 
+# report.json's ``adapter_routing`` of a ``--evalmine-fake`` run starts with this.
+FAKE_ROUTING = "fake"
+
 
 def find_previous(report_root: Path, suite_name: str) -> Path | None:
     """The report.json that ``latest.json`` points at, read before this run replaces it."""
@@ -56,6 +59,13 @@ def compare(
         # A run that was not judged (stopped, no judge) says nothing about the judge.
         "judge_changed": _judge(current) is not None and _judge(current) != _judge(previous),
         "models_changed": current.get("models") != previous.get("models"),
+        # A fake-routed run's answers are the fake adapter's, whatever the model names say.
+        "adapter_routing": {
+            "now": current.get("adapter_routing"),
+            "before": previous.get("adapter_routing"),
+            "fake_now": _fake_routed(current),
+            "fake_before": _fake_routed(previous),
+        },
         "cost": {
             "spent_usd": _delta(current, previous, "cost", "spent_usd"),
             "if_uncached_usd": _delta(current, previous, "cost", "if_uncached_usd"),
@@ -71,6 +81,36 @@ def compare(
     else:
         result["suite_changes"] = _suite_changes(current, previous)
     return result
+
+
+def _fake_routed(report: dict[str, Any]) -> bool:
+    return str(report.get("adapter_routing") or "").startswith(FAKE_ROUTING)
+
+
+def routing_note(changes: dict[str, Any]) -> str | None:
+    """What "What changed" must say first when either run was fake-routed: the fake
+    adapter's answers compared with the models' (or with the fake's again) are not a change
+    of the models. None when neither was (and for ``changes`` from before the key)."""
+    routing = changes.get("adapter_routing") or {}
+    now, before = routing.get("fake_now"), routing.get("fake_before")
+    if now and before:
+        return (
+            "both this run and the previous run were fake-routed (every model "
+            "answered by the fake adapter): these changes are the fake adapter's, not the models'"
+        )
+    if before:
+        return (
+            "the previous run was fake-routed (every model answered by the fake "
+            "adapter): these changes compare the models' answers with fake ones; compare with "
+            "a real run (--evalmine-compare=RUN)"
+        )
+    if now:
+        return (
+            "this run is fake-routed (every model answered by the fake adapter) and the "
+            "previous run was not: these changes compare fake answers with the "
+            "models' own"
+        )
+    return None
 
 
 def _judge(report: dict[str, Any]) -> Any:

@@ -20,6 +20,12 @@ HEADERS = (
 )
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 item``, ``2 items``, ``0 items``: a count with its noun in the number it takes
+    (``plural`` for a noun that is not made plural by adding ``s``)."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def money(value: float) -> str:
     """Dollars with four decimals, six below a tenth of a cent (tiny runs cost fractions)."""
     return f"${value:.4f}" if value == 0 or abs(value) >= 0.001 else f"${value:.6f}"

@@ -17,6 +17,7 @@ from ..judging.winrate import WinRate
 from ..scoring.paired import ALL_PASS, SCORE
 from ..stats.estimators import Interval
 from ..stats.proportions import Proportion
+from .compare import routing_note
 from .labelling import label_next
 from .render import HEADERS, money, proportion_text, scorecard_rows
 from .scorecard import TaskScore
@@ -411,6 +412,9 @@ def label_next_section(headline: Headline) -> Section:
 
 def changes_section(changes: dict[str, Any]) -> Section:
     section = Section(f"What changed since {changes['previous_run_id']}")
+    routing = routing_note(changes)
+    if routing is not None:
+        section.lines.append(routing)
     if changes["judge_changed"]:
         section.lines.append(
             "the judge changed (model, rubric, prompt or verdict schema): calibration does not "

@@ -8,6 +8,7 @@ problem found is reported at once, one line each, sorted by file and path.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable
@@ -55,6 +56,10 @@ DEFAULT_MIN_LABELS_PER_CLASS = 10
 DEFAULT_MIN_RECALL = 0.6
 PARAM_KEYS = ("temperature", "max_tokens", "timeout_s", "top_p", "stop", "system")
 MODEL = re.compile(r"^[a-z0-9][a-z0-9_-]*/\S+$")
+# A number as written in text: YAML 1.1 (PyYAML) reads ``1e308`` and ``1e-3`` (an exponent
+# without a dot, or without a sign) as strings, and a quoted number is one too. Where the
+# schema wants a number the author clearly meant one (``_numbers_from_text``).
+NUMBER_TEXT = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
 # evalmine v1 keys this plugin cannot honour yet: refused with the reason, never ignored.
 RESERVED_KEYS = {
     "check": (
@@ -62,6 +67,17 @@ RESERVED_KEYS = {
         "'checks: [{exec: {run: ...}}]'; see spec section 2 'Reserved keys'"
     ),
 }
+
+
+def version_problem(version: Any) -> str:
+    """Why ``version`` is not this plugin's: a quoted ``"1"`` is told apart from another
+    version, whose message would otherwise read "unsupported version '1': ... version 1"."""
+    if isinstance(version, str) and version.strip() == str(SUITE_VERSION):
+        return (
+            f"version {quoted(version)} is a string (it is quoted): this plugin reads the number "
+            f"{SUITE_VERSION}; write version: {SUITE_VERSION} without quotes"
+        )
+    return f"unsupported version {quoted(version)}: this plugin reads version {SUITE_VERSION}"
 
 
 def model_problem(model: str) -> str | None:
@@ -262,12 +278,7 @@ def load_suite(path: str | Path, shown: str | None = None) -> Suite:
         raise SuiteError(shown, "$", "a suite must be a mapping with version, suite and tasks")
     if "version" in document and document["version"] != SUITE_VERSION:
         # Checked first: the other keys of another version mean nothing to this reader.
-        raise SuiteError(
-            shown,
-            "$.version",
-            f"unsupported version {quoted(document['version'])}: this plugin reads version "
-            f"{SUITE_VERSION}",
-        )
+        raise SuiteError(shown, "$.version", version_problem(document["version"]))
     problems = Problems()
     _refuse_reserved_keys(document, shown, problems)
     problems.raise_any()
@@ -367,17 +378,62 @@ def _validate(
     definition: str | None = None,
     root: str = "$",
     path_of: Callable[[list[Any]], list[Any]] = list,
+    source: Any = None,
 ) -> bool:
     """Adds one problem per schema violation; True when there was none. ``path_of`` maps
-    an error's path in ``instance`` to the path the author sees."""
+    an error's path in ``instance`` to the path the author sees, which is also its path in
+    ``source`` (the document ``instance`` was sliced from, when it is not the document)."""
     from jsonschema.exceptions import best_match
 
-    valid = True
-    for error in _validator(definition).iter_errors(instance):
-        valid = False
+    validator = _validator(definition)
+    errors = list(validator.iter_errors(instance))
+    if errors and _numbers_from_text(errors, instance, source, path_of):
+        errors = list(validator.iter_errors(instance))
+    for error in errors:
         best = best_match([error])
         problems.add(shown, json_path(root, path_of(list(best.absolute_path))), _explain(best))
-    return valid
+    return not errors
+
+
+def _numbers_from_text(
+    errors: list[Any], instance: Any, source: Any, path_of: Callable[[list[Any]], list[Any]]
+) -> bool:
+    """Where the schema wants a number and finds a string that is one (``1e308``, which YAML
+    1.1 reads as text), the number replaces it, in ``instance`` and in ``source``; True when
+    any did. One place for every number-typed field, nested ones (``oneOf``) included. A
+    non-finite number stays refused (``_explain`` says so), and the schema's bounds apply
+    to the number as to one written with a dot (``-1e3`` is still below a minimum of 0)."""
+    changed = False
+    pending = list(errors)
+    while pending:
+        error = pending.pop()
+        pending.extend(error.context or ())
+        value = _number_in_text(error)
+        if value is None:
+            continue
+        path = list(error.absolute_path)
+        _replace(instance, path, value)
+        if source is not None:
+            _replace(source, path_of(path), value)
+        changed = True
+    return changed
+
+
+def _number_in_text(error: Any) -> float | None:
+    """The finite number a ``type: number`` error's string spells, else None."""
+    text = error.instance
+    if error.validator != "type" or error.validator_value != "number":
+        return None
+    if not isinstance(text, str) or NUMBER_TEXT.fullmatch(text) is None:
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def _replace(root: Any, path: list[Any], value: Any) -> None:
+    for part in path[:-1]:
+        root = root[part]
+    root[path[-1]] = value
 
 
 def _validate_suite(document: dict[str, Any], shown: str, problems: Problems) -> None:
@@ -407,7 +463,7 @@ def _validate_suite(document: dict[str, Any], shown: str, problems: Problems) ->
                 return [*path[:3], kept[path[3]], *path[4:]]
         return path
 
-    _validate({**document, "tasks": slim_tasks}, shown, problems, path_of=path_of)
+    _validate({**document, "tasks": slim_tasks}, shown, problems, path_of=path_of, source=document)
 
 
 def _explain(error: Any) -> str:
@@ -420,7 +476,14 @@ def _explain(error: Any) -> str:
         names = ", ".join(quoted(k) for k in extra[:5])
         return f"unknown key{'s' if len(extra) > 1 else ''} {names} (allowed: {', '.join(known)})"
     if error.validator == "const" and path == ["version"]:
-        return f"unsupported version {quoted(error.instance)}: this plugin reads version 1"
+        return version_problem(error.instance)
+    if (
+        error.validator == "type"
+        and error.validator_value in ("number", "integer")
+        and isinstance(error.instance, str)
+        and NUMBER_TEXT.fullmatch(error.instance)
+    ):
+        return _number_text_problem(error.instance, error.validator_value)
     if error.validator == "not":
         both = error.validator_value.get("required", [])
         return f"use either {' or '.join(both)}, not both"
@@ -437,6 +500,22 @@ def _explain(error: Any) -> str:
     if message.startswith(shown):
         message = quoted(error.instance) + message[len(shown) :]
     return clip(message, 200)
+
+
+def _number_text_problem(text: str, wanted: Any) -> str:
+    """A string that spells a number where the schema wants one and it was not taken: it is
+    not finite (``1e999``), or the field wants an integer and YAML read text (``1e3``)."""
+    value = float(text)
+    if not math.isfinite(value):
+        return f"{quoted(text)} is not a finite number"
+    read_as = (
+        "YAML 1.1 reads a number with an exponent and no dot as text"
+        if "e" in text.lower() and "." not in text
+        else "a quoted number is text"
+    )
+    hint = f"; write {int(value)}" if value.is_integer() and abs(value) < 10**19 else ""
+    article = "an" if wanted == "integer" else "a"
+    return f"{quoted(text)} is a string, not {article} {wanted} ({read_as}){hint}"
 
 
 @dataclass
@@ -674,6 +753,7 @@ def _build(
                 judges=_judges(raw.get("judges", ()), shown, where, problems),
             )
         )
+    _refuse_repeated_models(document.get("models", ()), shown, problems)
     judge_raw = document.get("judge", {})
     calibration = judge_raw.get("calibration", {})
     criteria = judge_raw.get("criteria", {})
@@ -714,6 +794,20 @@ def _build(
         gate=_gate(document.get("gate"), shown, problems),
         shown=shown,
     )
+
+
+def _refuse_repeated_models(models: Any, shown: str, problems: Problems) -> None:
+    """A model listed twice would be answered, scored and judged twice under one name."""
+    first: dict[str, int] = {}
+    for index, model in enumerate(models):
+        if model in first:
+            problems.add(
+                shown,
+                f"$.models[{index}]",
+                f"model {quoted(model)} is listed twice (also at $.models[{first[model]}])",
+            )
+        else:
+            first[model] = index
 
 
 def _gate(raw: dict[str, Any] | None, shown: str, problems: Problems) -> GateConfig | None:

@@ -46,23 +46,26 @@ _SCALAR_TAGS = {_STR, _INT, _FLOAT, _BOOL, f"{_TAG}null"}
 _JSON_TYPES = "strings, numbers, booleans, null, lists and mappings"
 
 
-def clip(text: str, limit: int = QUOTE_CHARS) -> str:
+def clip(text: str, limit: int = QUOTE_CHARS, length: int | None = None) -> str:
     """``text`` cut to ``limit`` characters, saying how long it was: error messages quote
-    values, and a 100 KB value must not become a 100 KB message."""
+    values, and a 100 KB value must not become a 100 KB message. ``length`` is the length
+    to report when ``text`` is a rendering of something else (a string's ``repr``)."""
     if len(text) <= limit:
         return text
-    return f"{text[: limit - 1]}… ({len(text)} characters)"
+    return f"{text[: limit - 1]}… ({len(text) if length is None else length} characters)"
 
 
 def path_key(key: Any) -> str:
     """A mapping key as one step of an error's path: clipped, and escaped when it holds
     characters that would break the one-line message (``\x1c``, ``\u2028``, ...)."""
     text = str(key)
-    return clip(text if text.isprintable() else repr(text)[1:-1], 40)
+    return clip(text if text.isprintable() else repr(text)[1:-1], 40, length=len(text))
 
 
 def quoted(value: Any) -> str:
-    return clip(repr(value))
+    """``value`` as ``repr`` shows it, clipped; a string's length is its own, without the
+    quotes and escapes ``repr`` adds (a value of 5,000 characters says 5000)."""
+    return clip(repr(value), length=len(value) if isinstance(value, str) else None)
 
 
 def looks_like_api_key(text: str) -> str | None:
