@@ -379,6 +379,10 @@ def drift(text: str, blocks: dict[str, Block]) -> str:
     for name in sorted(set(spans) | set(blocks)):
         start, end = spans.get(name, (0, 0))
         want = fenced(blocks[name]) if name in blocks else []
+        # Words compared, not line breaks: a masked latency of 10 ms or more on a loaded
+        # machine wraps a scorecard entry elsewhere without changing what it says.
+        if " ".join(want).split() == " ".join(lines[start:end]).split():
+            continue
         diffs += difflib.unified_diff(
             lines[start:end],
             want,

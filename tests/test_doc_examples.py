@@ -125,3 +125,11 @@ def test_masks_keep_figures_and_hide_what_changes_between_runs(
     assert doc_examples.pytest_separator("56 passed in <T>s") == (
         "=" * 30 + " 56 passed in <T>s " + "=" * 31
     )
+
+
+def test_a_block_wrapped_elsewhere_has_not_drifted(doc_examples: ModuleType) -> None:
+    text = "x\n<!-- generated: demo -->\n```\na b\nc\n```\n<!-- end generated -->\n"
+    rewrapped = doc_examples.Block("a\nb c")
+    assert doc_examples.drift(text, {"demo": rewrapped}) == ""
+    changed = doc_examples.Block("a b\nd")
+    assert "+d" in doc_examples.drift(text, {"demo": changed})
