@@ -15,6 +15,7 @@ from pytest_evalmine.judging.gate import (
     BLOCK,
     HOLD,
     INVESTIGATE,
+    NOT_APPLICABLE,
     SHIP,
     GateResult,
     Measurement,
@@ -98,7 +99,7 @@ def test_the_run_verdict_is_the_most_severe() -> None:
     )
     assert GateResult(CONFIG, rows).verdict == INVESTIGATE
     assert GateResult(CONFIG, rows[:2]).verdict == HOLD
-    assert GateResult(CONFIG, ()).verdict == INVESTIGATE
+    assert GateResult(CONFIG, ()).verdict == NOT_APPLICABLE  # no candidate: nothing to gate
     assert GateResult(CONFIG, rows).to_dict()["candidates"][2]["verdict"] == INVESTIGATE
 
 
@@ -254,4 +255,52 @@ def test_a_failed_regression_task_is_block_before_every_other_row() -> None:
     assert decide(Measurement("c", None, None, False), CONFIG, 1).verdict == BLOCK
     # one model only: no candidate row, and still Block
     assert evaluate_gate(CONFIG, None, [], regression_failures=1).verdict == BLOCK
-    assert evaluate_gate(CONFIG, None, []).verdict == INVESTIGATE
+    assert evaluate_gate(CONFIG, None, []).verdict == NOT_APPLICABLE
+
+
+@pytest.mark.parametrize("metric", ["all_pass", "score", "win_rate"])
+def test_one_model_has_no_candidate_so_the_gate_does_not_apply(metric: str) -> None:
+    records = [record("t", "1", "a", "passed"), record("t", "2", "a", "failed")]
+    gate = evaluate_gate(GateConfig(metric), None, compare_models(records, ["a"], "hash"))
+    assert gate.rows == () and gate.verdict == NOT_APPLICABLE
+    data = gate.to_dict()
+    assert data["verdict"] == "not_applicable" and "one model only" in data["note"]
+    # Two models: a verdict, and no note.
+    two = [*records, record("t", "1", "b", "passed"), record("t", "2", "b", "passed")]
+    gated = evaluate_gate(GateConfig("all_pass"), None, compare_models(two, ["a", "b"], "hash"))
+    assert gated.verdict in (SHIP, HOLD) and gated.to_dict()["note"] is None
+
+
+def test_a_one_model_run_with_a_gate_keeps_pytests_exit_code(pytester: pytest.Pytester) -> None:
+    suite = SMALL_SUITE + "gate: {metric: all_pass}\n"
+    pytester.makefile(".eval.yaml", small=suite)
+    result = pytester.runpytest("--evalmine-fake", "--evalmine-models=fake/alpha")
+    assert result.ret == pytest.ExitCode.OK  # was 15: Investigate, "no interval"
+    out = result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "-- Release gate: NOT APPLICABLE (all_pass delta*",
+            "the gate does not apply: one model only: there is no candidate to compare with*",
+        ]
+    )
+    assert out.rstrip().splitlines()[-1].startswith("evalmine: exit 0: all items passed")
+    report = latest_report(pytester.path, "small")
+    assert report["gate"]["verdict"] == NOT_APPLICABLE and report["gate"]["candidates"] == []
+    page = (pytester.path / "reports" / "small" / report["run_id"] / "report.html").read_text()
+    assert "Release gate: NOT APPLICABLE" in html.unescape(page)
+
+
+def test_a_one_model_run_still_blocks_on_a_failed_regression_task(
+    pytester: pytest.Pytester,
+) -> None:
+    suite = SMALL_SUITE.replace(
+        "    kind: classify\n", "    kind: classify\n    regression: true\n"
+    )
+    pytester.makefile(".eval.yaml", small=suite + "gate: {metric: all_pass}\n")
+    result = pytester.runpytest(
+        "--evalmine-fake",
+        "--evalmine-models=fake/alpha",
+        "--evalmine-fake-fault=schema_violation,model=fake/alpha,count=1",
+    )
+    assert result.ret == exitcodes.RELEASE_GATE_BLOCKED
+    assert latest_report(pytester.path, "small")["gate"]["verdict"] == BLOCK

@@ -14,6 +14,10 @@ from .headline import Headline
 
 SHIP, HOLD, INVESTIGATE, BLOCK = "ship", "hold", "investigate", "block"
 SEVERITY = (SHIP, HOLD, INVESTIGATE, BLOCK)  # least to most severe
+# One model: no candidate to gate, so no verdict and no exit code (a failed regression task
+# still blocks).
+NOT_APPLICABLE = "not_applicable"
+ONE_MODEL = "one model only: there is no candidate to compare with the baseline"
 WIN_RATE, ALL_PASS = "win_rate", "all_pass"
 
 
@@ -56,13 +60,19 @@ class GateResult:
 
     @property
     def verdict(self) -> str:
-        """The most severe verdict over the candidates (Investigate without candidates); Block
-        whenever a regression task failed."""
+        """The most severe verdict over the candidates; Block whenever a regression task
+        failed; without a candidate (one model) otherwise, ``NOT_APPLICABLE``: a run that
+        could not be gated neither passes nor fails the gate."""
         if self.regression_failures:
             return BLOCK
         if not self.rows:
-            return INVESTIGATE
+            return NOT_APPLICABLE
         return max((row.verdict for row in self.rows), key=SEVERITY.index)
+
+    @property
+    def note(self) -> str | None:
+        """Why there is no verdict, when there is none."""
+        return ONE_MODEL if self.verdict == NOT_APPLICABLE else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +80,7 @@ class GateResult:
             "indifference_points": self.config.indifference,
             "minor_regression_points": self.config.minor_regression,
             "verdict": self.verdict,
+            "note": self.note,
             "regression_failures": self.regression_failures,
             "candidates": [row.to_dict() for row in self.rows],
         }

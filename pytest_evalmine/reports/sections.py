@@ -246,11 +246,14 @@ def _answer(value: Any) -> str:
 
 def gate_section(gate: dict[str, Any]) -> Section:
     """From report.json's ``gate``, so report.html of a stored run says the same."""
+    verdict = str(gate.get("verdict", "?")).replace("_", " ").upper()
     section = Section(
-        f"Release gate: {str(gate.get('verdict', '?')).upper()} ({gate.get('metric')} delta, "
+        f"Release gate: {verdict} ({gate.get('metric')} delta, "
         f"indifference {gate.get('indifference_points', 0):g} pts, minor regression "
         f"{gate.get('minor_regression_points', 0):g} pts)"
     )
+    if gate.get("note"):
+        section.lines.append(f"the gate does not apply: {gate['note']}")
     for row in gate.get("candidates") or []:
         interval = row.get("interval_points")
         shown = f" [{_points(interval['low'])}, {_points(interval['high'])}]" if interval else ""
