@@ -10,6 +10,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 DEFAULT_CAP_USD = 2.00
@@ -170,7 +171,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "report_dir",
-        "where run reports are written, relative to the rootdir",
+        "where run reports are written: a folder inside the rootdir (relative to it, or an "
+        "absolute path inside it)",
         default="reports",
         metavar="DIR",
     ),
@@ -369,6 +371,36 @@ def check_models_option(text: str) -> None:
 
 # Options whose values only a higher layer can parse (endpoint, rate and fault specs).
 SPEC_OPTIONS = ("endpoint", "rpm", "fake_fault")
+
+
+def check_given(get_option: Callable[[str], Any]) -> None:
+    """A flag given an empty value (``--evalmine-models=``, often an unset shell variable) is
+    refused: read as absent, it would run the suite's models, judge or report folder instead
+    of the ones the command meant to name (``ValueError``)."""
+    for option in OPTIONS:
+        if not option.cli or option.kind == "bool":
+            continue
+        raw = get_option(option.dest)
+        given = raw if isinstance(raw, list) else [raw]
+        if any(isinstance(value, str) and not value.strip() for value in given):
+            raise ValueError(f"{option.flag}: empty value (leave the option out for its default)")
+
+
+def report_root(rootdir: Path, report_dir: str) -> Path:
+    """The folder run reports are written under: ``report_dir`` relative to the rootdir, or
+    an absolute path, either way strictly inside the rootdir, read as written (``..`` taken
+    away) or with symlinks resolved. ``ValueError`` for anything else (``/``, ``../../x``, the
+    rootdir itself): a run writes its reports only where the project keeps them."""
+    root = Path(os.path.abspath(rootdir))
+    folder = Path(os.path.abspath(root / report_dir))
+    resolved_root = root.resolve()
+    for candidate, inside in ((folder, root), (folder.resolve(), resolved_root)):
+        if candidate != inside and candidate.is_relative_to(inside):
+            return folder
+    raise ValueError(
+        f"--evalmine-report-dir={report_dir}: {folder} is not a folder inside the rootdir "
+        f"{root}; give a folder under it (default: reports)"
+    )
 
 
 def record_mode(no_cache: bool, record: str) -> str:

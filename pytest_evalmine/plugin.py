@@ -12,8 +12,6 @@ import fnmatch
 import gc
 import importlib
 import os
-import shlex
-import shutil
 import threading
 import time
 from collections.abc import Generator
@@ -23,13 +21,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from . import exitcodes
-from .options import SPEC_OPTIONS, add_options, check_values, resolve
+from .options import add_options
+from .startup import check_options, compare_problem
 from .stash import (
     EXIT_KEY,
     FINISHED_KEY,
     RECORD_ATTRIBUTE,
     REFUSAL_KEY,
     SUMMARY_KEY,
+    VERDICT_NOTE_KEY,
     add_conftest_checks,
     eval_session,
     is_active,
@@ -42,8 +42,6 @@ if TYPE_CHECKING:
 
 UNREPORTED_KEY = "evalmine_unreported"
 SUITE_SUFFIXES = (".yaml", ".yml")
-# pytest's outcomes our exit codes may replace; interrupts and errors keep their own.
-TESTS_RAN = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -60,27 +58,11 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Called after options are parsed: registers the marker items carry, and the reporter
-    whose hooks need this config."""
-    from .errors import EvalmineError
-
+    """Called after options are parsed, before collection: checks every option value (a bad
+    one is a usage error, exit 4), registers the marker items carry, and the reporter whose
+    hooks need this config."""
     _unfreeze_earlier_run()
-
-    try:
-        values = resolve(config.getoption, config.getini)
-        check_values(values)
-        if any(values[name] for name in SPEC_OPTIONS):
-            from .engine.session import Settings, check_settings
-
-            check_settings(Settings(values))
-        if values["prices"]:
-            from .run.prices import load_prices
-
-            load_prices(Path(config.rootpath) / values["prices"])
-        if values["suite"]:
-            _add_builtin_suites(config, values["suite"])
-    except (ValueError, EvalmineError) as exc:
-        raise pytest.UsageError(str(exc)) from None
+    check_options(config)
     config.pluginmanager.register(Reporter(config), "evalmine-reporter")
     if _html_report_requested(config):
         from .htmlhooks import HtmlHooks
@@ -98,18 +80,6 @@ def _html_report_requested(config: pytest.Config) -> bool:
     alone it is registered as well, but then an answer's extra would be built for every item
     (about 0.6 KB each, held to the end) and never shown."""
     return bool(config.getoption("htmlpath", None)) and config.pluginmanager.hasplugin("html")
-
-
-def _add_builtin_suites(config: pytest.Config, names: list[str]) -> None:
-    """``--evalmine-suite=NAME``: prepare each built-in suite file and collect it; without
-    paths on the command line, only them (not the testpaths)."""
-    from .suite.builtin import materialize
-
-    home = eval_session(config).home
-    paths = [str(materialize(name, home)) for name in names]
-    explicit = config.args_source == pytest.Config.ArgsSource.ARGS
-    kept = list(config.args) if explicit else []
-    config.args = kept + [path for path in paths if path not in kept]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
@@ -542,9 +512,11 @@ class Reporter:
         eval_session(self.config).add_record(record)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Called after selection (-k, -m, --lf, --deselect): notes which suites this run
-        covers only in part, whose reports then leave latest.json alone. A run with suite
-        items then freezes what start-up left alive (``_freeze_survivors``)."""
+        """Called after selection (-k, -m, --lf, --deselect), before any item runs: notes
+        which suites this run covers only in part, whose reports then leave latest.json
+        alone, and refuses an ``--evalmine-compare`` that names no run of a selected suite
+        (exit 4; on xdist the controller asks). A run with suite items then freezes what
+        start-up left alive (``_freeze_survivors``)."""
         from .items import EvalItem
 
         selected: dict[Path, int] = {}
@@ -556,6 +528,10 @@ class Reporter:
                 suites[path] = item.spec.suite
         for path, count in selected.items():
             eval_session(self.config).note_selection(suites[path], count)
+        if selected and not hasattr(self.config, "workerinput"):  # xdist: the controller asks
+            problem = compare_problem(self.config, suites.values())
+            if problem is not None:
+                raise pytest.UsageError(problem)
         if selected:
             _freeze_survivors(generation=1)
 
@@ -585,45 +561,14 @@ class Reporter:
             eval_session(config).close()  # a worker's connections and cache file
             return
         _stop_watching(config)
-        from .engine.finish import exit_code, finish_run
-        from .engine.session import relative_to
+        from .sessionfinish import finish_session
 
-        evalsession = eval_session(config)
-        command = "pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args)
-        try:
-            finished = finish_run(
-                evalsession,
-                command=command,
-                report_root=Path(config.rootpath) / evalsession.settings.report_dir,
-                judge_registry=evalsession.judge_registry,
-                on_progress=_progress_printer(config, "judge verdicts", inside_item=False),
-                on_interrupt=_interrupt_printer(config),
-                # Ctrl-C, -x or an internal error: never spend on a judge the user stopped.
-                stopped=_why_stopped(session),
-            )
-        except Exception as exc:  # a report failure must not hide the run's own outcome
-            from .reports.terminal import FLAG, Line
-
-            config.stash[SUMMARY_KEY] = [Line(f"evalmine: could not write reports: {exc}", FLAG)]
-            return
-        finally:
-            evalsession.close()
-        from .reports.terminal import Line, other_runs_lines, terminal_lines
-
-        root = Path(config.rootpath)
-        lines: list[Line] = []
-        for item in finished:
-            report_md = relative_to(item.run_dir / "report.md", root)
-            lines += terminal_lines(item.summary, report_md, _terminal_width())
-        lines += [Line(text) for text in other_runs_lines(evalsession.other_runs)]
-        config.stash[SUMMARY_KEY] = lines
-        config.stash[FINISHED_KEY] = finished
-        _record_suite_properties(config, finished)
-        if evalsession.interrupted:
-            session.exitstatus = pytest.ExitCode.INTERRUPTED
-        code = exit_code(finished)
-        if code is not None and session.exitstatus in TESTS_RAN:
-            session.exitstatus = code
+        finish_session(
+            config,
+            session,
+            on_progress=_progress_printer(config, "judge verdicts", inside_item=False),
+            on_interrupt=_interrupt_printer(config),
+        )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         """Called by the terminal reporter after session finish: prints the scorecard."""
@@ -637,12 +582,6 @@ class Reporter:
 
 # How a summary line's style is written; pytest's writer drops it under --color=no or NO_COLOR.
 MARKUP = {"flag": {"red": True, "bold": True}, "ok": {"green": True}, "title": {"bold": True}}
-
-
-def _terminal_width() -> int:
-    """The width pytest's own writer uses (80 when not on a terminal, as in CI)."""
-    width = shutil.get_terminal_size(fallback=(80, 24)).columns
-    return width if width >= 40 else 80
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -669,7 +608,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from .reports.terminal import verdict_line
 
     finished = config.stash.get(FINISHED_KEY, [])
-    line = verdict_line([f.summary for f in finished], code, config.stash.get(REFUSAL_KEY, None))
+    note = config.stash.get(VERDICT_NOTE_KEY, None)
+    why = note[1] if note is not None and note[0] == code else None
+    refusal = config.stash.get(REFUSAL_KEY, None)
+    line = verdict_line([f.summary for f in finished], code, refusal, why)
     reporter.write_line(line.text, **MARKUP.get(line.style, {}))
 
 
@@ -737,38 +679,6 @@ def _stop_watching(config: pytest.Config) -> None:
     watcher.stop()
 
 
-def _record_suite_properties(config: pytest.Config, finished: list[Any]) -> None:
-    """Calibration and win rates as properties of --junitxml's test suite. pytest offers this
-    only as a fixture (``record_testsuite_property``), which session finish cannot request:
-    its object is reached through the same stash key the fixture reads."""
-    if not config.getoption("xmlpath", None):
-        return
-    from _pytest.junitxml import xml_key
-
-    from .reports.junit import suite_properties
-
-    xml = config.stash.get(xml_key, None)
-    if xml is None:
-        return
-    for item in finished:
-        for name, value in suite_properties(item.summary):
-            xml.add_global_property(name, value)
-
-
-def _why_stopped(session: pytest.Session) -> str | None:
-    """Why not every selected item ran (Ctrl-C, -x or --maxfail, an internal error), or None
-    when they all did: only then is judging worth paying for."""
-    if session.shouldfail:  # xdist reports a -x stop as an interruption: ask this first
-        return "stopped early (-x or --maxfail)"
-    if session.exitstatus == pytest.ExitCode.INTERRUPTED:
-        return "interrupted (Ctrl-C)"
-    if session.exitstatus not in TESTS_RAN:
-        return f"stopped ({session.exitstatus!s})"
-    if session.shouldstop:
-        return "stopped early"
-    return None
-
-
 # xdist ------------------------------------------------------------------------------------
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
@@ -805,6 +715,9 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
             ]
             evalsession.note_selection(suite, len(chosen))
             specs += chosen
+        problem = compare_problem(config, {s.suite.path: s.suite for s in specs}.values())
+        if problem is not None:
+            _stop(problem, returncode=pytest.ExitCode.USAGE_ERROR)
         if specs:
             evalsession.preflight(evalsession.dispatcher(registry), specs)
             if evalsession.estimate is not None and evalsession.estimate.uncached:

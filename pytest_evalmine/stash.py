@@ -23,6 +23,8 @@ SUMMARY_KEY = pytest.StashKey[list]()
 FINISHED_KEY = pytest.StashKey[list]()
 EXIT_KEY = pytest.StashKey[int]()  # the run's final exit status, for the verdict line
 REFUSAL_KEY = pytest.StashKey[str]()  # why the run was refused before spending (exit 10)
+# (exit code, text): what the last line says for that code instead of its meaning.
+VERDICT_NOTE_KEY = pytest.StashKey[tuple[int, str]]()
 
 
 def eval_session(config: pytest.Config) -> EvalSession:

@@ -26,7 +26,7 @@ LAYERS = [
     {"engine"},
     {"glue", "commands"},
 ]
-GLUE = {"plugin", "items", "stash", "htmlhooks", "hookspec"}
+GLUE = {"plugin", "startup", "sessionfinish", "items", "stash", "htmlhooks", "hookspec"}
 COMMANDS = "pytest_evalmine.commands"  # the evalmine command and the MCP server
 ROOT_MODULE = NAME  # pytest_evalmine/__init__.py: version and lazy re-exports
 

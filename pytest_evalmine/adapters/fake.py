@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..options import parse_number
 from ..suite.canonical import sha256_hex
 from .base import (
     SCHEMA_NATIVE,
@@ -129,7 +130,8 @@ class Fault:
             elif name == "prompt":
                 fault.prompt_contains = value
             elif name == "count":
-                fault.count = int(value)
+                # At least once: a count below 1 would inject nothing, silently.
+                fault.count = parse_number(value, "count", integer=True, minimum=1)
             elif name == "phase":
                 if value not in PHASES:
                     raise ValueError(f"phase {value!r}: choose from {', '.join(PHASES)}")

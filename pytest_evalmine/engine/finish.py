@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from ..adapters.registry import AdapterRegistry
+from ..errors import EvalmineError
 from ..exitcodes import (
     CALIBRATION_GATE_FAILED,
     REGRESSION_FAILED,
@@ -24,6 +25,7 @@ from ..judging.criteria import judge_criteria
 from ..judging.gate import BLOCK, INVESTIGATE
 from ..judging.headline import Headline, run_headline
 from ..options import gate_from_spec
+from ..options import report_root as checked_report_root
 from ..reports.compare import compare as compare_reports
 from ..reports.compare import find_previous
 from ..reports.compare import load as load_report
@@ -38,12 +40,19 @@ from .session import EvalSession, has_criteria, models_hash, relative_to
 
 T = TypeVar("T")
 
+# pytest's "internal error" (exitcodes.MEANINGS[3]), ours too when a suite's reports could not
+# be written: the run's results are lost, so it must not pass (spec: "Exit codes").
+REPORTS_NOT_WRITTEN = 3
+
 
 @dataclass(frozen=True)
 class FinishedSuite:
     summary: RunSummary
-    run_dir: Path
+    # None when the run folder could not be written (``not_written`` says why).
+    run_dir: Path | None
     fail_on_ineligible: bool
+    # Why some of this suite's files (run folder, latest.json, recording) were not written.
+    not_written: str | None = None
 
 
 def finish_run(
@@ -60,7 +69,8 @@ def finish_run(
     reports. Provider trouble while judging becomes a note in the report, never an exception.
     ``stopped`` (why the run did not run every item: Ctrl-C, -x) writes partial reports
     without spending on the judge. Every answer the run dispatched is reported, whether its
-    item ran or not."""
+    item ran or not. A suite whose files cannot be written (compared, written, recorded) is
+    still finished, with ``not_written`` saying why, so its summary is shown all the same."""
 
     def judge_dispatcher() -> Dispatcher:
         return session.dispatcher(
@@ -123,16 +133,21 @@ def finish_run(
         )
         held_back = _why_latest_stays(session, suite, summary)
         summary = dataclasses.replace(summary, latest_note=held_back)
-        report = summary.to_json()
-        previous = _previous_report(session, suite, report_root)
-        if previous is not None:
-            changes = compare_reports(report, load_report(previous), suite.mover_threshold)
-            summary = dataclasses.replace(summary, changes=changes)
-            report["changes"] = changes  # what summary.to_json() would give now, unbuilt
-        run_dir = write_run(summary, report_root, move_latest=held_back is None, report=report)
-        _write_recording(session, suite, records, headline, binary)
+        run_dir: Path | None = None
+        not_written = None
+        try:
+            report = summary.to_json()
+            previous = previous_report(session, suite, report_root)
+            if previous is not None:
+                changes = compare_reports(report, previous, suite.mover_threshold)
+                summary = dataclasses.replace(summary, changes=changes)
+                report["changes"] = changes  # what summary.to_json() would give now, unbuilt
+            run_dir = write_run(summary, report_root, move_latest=held_back is None, report=report)
+            _write_recording(session, suite, records, headline, binary)
+        except Exception as exc:  # the summary is still shown, and the run fails (exit 3)
+            not_written = f"{type(exc).__name__}: {exc}"
         fail = session.settings.fail_under_calibration or suite.judge.on_below_floor == "fail"
-        finished.append(FinishedSuite(summary, run_dir, fail))
+        finished.append(FinishedSuite(summary, run_dir, fail, not_written))
     return finished
 
 
@@ -200,9 +215,12 @@ def _write_recording(
 
 
 def exit_code(finished: Sequence[FinishedSuite]) -> int | None:
-    """Our exit code for the run, or None to keep pytest's: a budget stop first, then a
-    replay miss, then the release gate's Block, then a failed regression task, then the
-    gate's Investigate, then the calibration gate where the suite or the option asks for it."""
+    """Our exit code for the run, or None to keep pytest's: reports not written first (the
+    run's results are lost), then a budget stop, then a replay miss, then the release gate's
+    Block, then a failed regression task, then the gate's Investigate, then the calibration
+    gate where the suite or the option asks for it."""
+    if any(f.not_written for f in finished):
+        return REPORTS_NOT_WRITTEN
     if any(f.summary.budget_stopped for f in finished):
         return STOPPED_OVER_BUDGET
     if any(f.summary.replay_misses for f in finished):
@@ -290,8 +308,47 @@ def _judging(
     return result, None
 
 
-def _previous_report(session: EvalSession, suite: Suite, report_root: Path) -> Path | None:
+def previous_report(session: EvalSession, suite: Suite, report_root: Path) -> dict[str, Any] | None:
+    """The report.json this run of ``suite`` is compared with, read: the one
+    ``--evalmine-compare`` names (``EvalmineError`` when it names no readable run report of
+    this suite: ``check_compare`` asks before any call), else what latest.json points at."""
     reference = session.settings.compare
-    if reference:
-        return resolve_compare(reference, report_root, suite.name, session.rootdir)
-    return find_previous(report_root, suite.name)
+    if not reference:
+        path = find_previous(report_root, suite.name)
+        return None if path is None else load_report(path)
+    path = resolve_compare(reference, report_root, suite.name, session.rootdir)
+    try:
+        report = load_report(path)
+    except EvalmineError:  # not JSON, or unreadable
+        report = None
+    if not _is_run_report(report):
+        raise EvalmineError(f"--evalmine-compare={reference}: {path} is not a run's report.json")
+    return report
+
+
+def _is_run_report(report: Any) -> bool:
+    """What ``compare`` reads of a report.json is there (any JSON file would load)."""
+    return (
+        isinstance(report, dict)
+        and "run_id" in report
+        and isinstance(report.get("suite"), dict)
+        and "hash" in report["suite"]
+    )
+
+
+def check_compare(session: EvalSession, suites: Iterable[Suite]) -> None:
+    """Once the run's suites are known and before any call: ``--evalmine-compare`` names a
+    readable run report for each (``EvalmineError`` otherwise), so a run is never paid for
+    only to lose its reports at session finish."""
+    if session.settings.compare:
+        for suite in suites:
+            previous_report(session, suite, report_root_of(session))
+
+
+def report_root_of(session: EvalSession) -> Path:
+    """Where the run's reports go: the report folder, inside the rootdir (checked at
+    start-up; ``EvalmineError`` here for a session built without that check)."""
+    try:
+        return checked_report_root(session.rootdir, session.settings.report_dir)
+    except ValueError as exc:
+        raise EvalmineError(str(exc)) from None

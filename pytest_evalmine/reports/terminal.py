@@ -31,7 +31,11 @@ class Line:
     style: str | None = None  # FLAG (red), OK (green), TITLE (bold), or plain
 
 
-def terminal_lines(summary: RunSummary, report_path: str, width: int = 80) -> list[Line]:
+def terminal_lines(
+    summary: RunSummary, report_path: str | None, width: int = 80, not_written: str | None = None
+) -> list[Line]:
+    """The suite's summary, ending with where report.md is (``report_path``) and, flagged,
+    why some of its files were not written (``not_written``)."""
     lines = [
         f"suite {summary.suite_name} (sha256 {summary.suite_hash[:12]}) run {summary.run_id}",
         f"models: {', '.join(summary.models)} (baseline first); adapters: "
@@ -42,7 +46,10 @@ def terminal_lines(summary: RunSummary, report_path: str, width: int = 80) -> li
         styled += [Line(t, FLAG) for t in fit(f"PARTIAL RUN: {summary.partial_reason}", width)]
     for section in report_sections(summary):
         styled += terminal_section(section, width)
-    styled += [Line(text) for text in fit(f"report: {report_path}", width)]
+    if report_path is not None:
+        styled += [Line(text) for text in fit(f"report: {report_path}", width)]
+    if not_written is not None:
+        styled += [Line(t, FLAG) for t in fit(f"REPORTS NOT WRITTEN: {not_written}", width)]
     return styled
 
 
@@ -117,12 +124,17 @@ def fit_table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int)
 
 
 def verdict_line(
-    summaries: Sequence[RunSummary], exit_code: int, refusal: str | None = None
+    summaries: Sequence[RunSummary],
+    exit_code: int,
+    refusal: str | None = None,
+    why: str | None = None,
 ) -> Line:
     """The last line of the run: the exit code and why (a refusal's own reason when there is
-    one: a missing key is not "over the cap"); when the tests ran to their own outcome (0 or
+    one: a missing key is not "over the cap"; ``why`` when the run says more than the code's
+    meaning: reports not written, nothing run); when the tests ran to their own outcome (0 or
     1), also whether the win rates may be read as a headline."""
-    why = refusal if refusal and exit_code == REFUSED_BEFORE_SPENDING else meaning(exit_code)
+    if why is None:
+        why = refusal if refusal and exit_code == REFUSED_BEFORE_SPENDING else meaning(exit_code)
     text = f"evalmine: exit {exit_code}: {why}"
     headlines = [s.headline for s in summaries if s.headline is not None]
     flagged = any(not h.headline_eligible for h in headlines)

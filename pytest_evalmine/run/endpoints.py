@@ -88,35 +88,45 @@ def from_suite(name: str, raw: dict[str, Any]) -> Endpoint:
 def parse_option(spec: str) -> Endpoint:
     """``NAME=BASE_URL[,kind=ollama][,key_env=VAR][,free][,input=P,output=P][,rpm=N]
     [,concurrency=N][,prompted][,think=on|off][,num_ctx=N][,seed=N]``, as given to
-    ``--evalmine-endpoint``."""
+    ``--evalmine-endpoint``: read into the shape of a suite's ``endpoints`` entry and held to
+    the suite schema's rules for one (``schema_problem``), so a URL a suite refuses is
+    refused here too."""
     head, *options = [part.strip() for part in spec.split(",")]
     name, sep, base_url = head.partition("=")
     if not sep or not name or not base_url:
         raise EvalmineError(f"--evalmine-endpoint={spec}: expected NAME=BASE_URL[,options]")
-    fields: dict[str, Any] = {"name": name, "base_url": base_url}
+    raw: dict[str, Any] = {"base_url": base_url}
+    prices: dict[str, float] = {}
     for option in options:
         key, _, value = option.partition("=")
         if key == "free" and not value:
-            fields["free"] = True
+            raw["cost"] = "free"
         elif key == "prompted" and not value:
-            fields["native_schema"] = False
+            raw["native_schema"] = False
         elif key == "kind" and value in KINDS:
-            fields["kind"] = value
+            raw["kind"] = value
         elif key == "key_env" and value:
-            fields["api_key_env"] = value
+            raw["api_key_env"] = value
         elif key in ("input", "output", "cached_input") and value:
             try:
-                fields[f"{key}_price"] = parse_number(
-                    value, f"--evalmine-endpoint={spec}: {key}", minimum=0.0
-                )
+                prices[key] = parse_number(value, f"--evalmine-endpoint={spec}: {key}", minimum=0.0)
             except ValueError as exc:
                 raise EvalmineError(str(exc)) from None
         elif key in ("rpm", "concurrency", "num_ctx") and value.isdecimal() and int(value) >= 1:
-            fields[key] = int(value)
+            raw[key] = int(value)
         elif key == "seed" and value.lstrip("-").isdecimal():
-            fields["seed"] = int(value)
+            raw["seed"] = int(value)
         elif key == "think" and value in ("on", "off"):
-            fields["think"] = value == "on"
+            raw["think"] = value == "on"
         else:
             raise EvalmineError(f"--evalmine-endpoint={spec}: cannot read option {option!r}")
-    return Endpoint(**fields)
+    if prices:
+        if "cost" in raw:
+            raise EvalmineError(f"--evalmine-endpoint={spec}: free and prices contradict")
+        raw["cost"] = prices
+    from ..suite.loader import schema_problem
+
+    problem = schema_problem("endpoint", raw)
+    if problem is not None:
+        raise EvalmineError(f"--evalmine-endpoint={spec}: {problem}")
+    return from_suite(name, raw)

@@ -436,6 +436,19 @@ def _replace(root: Any, path: list[Any], value: Any) -> None:
     root[path[-1]] = value
 
 
+def schema_problem(definition: str, instance: Any) -> str | None:
+    """The first thing the suite schema's ``$defs`` entry ``definition`` finds wrong with
+    ``instance``, in a suite error's words (``KEY: why``), or None: an endpoint given on the
+    command line is held to the rules of a suite's entry (``run.endpoints.parse_option``)."""
+    from jsonschema.exceptions import best_match
+
+    error = best_match(_validator(definition).iter_errors(instance))
+    if error is None:
+        return None
+    where = ".".join(str(part) for part in error.absolute_path)
+    return f"{where}: {_explain(error)}" if where else _explain(error)
+
+
 def _validate_suite(document: dict[str, Any], shown: str, problems: Problems) -> None:
     """The suite schema over the document, where inline cases of the plain shape are taken
     as valid without the validator, as case lines are (``_plain_case``): jsonschema spent a
@@ -495,6 +508,8 @@ def _explain(error: Any) -> str:
         return f"missing required key {quoted(missing[0])}"
     if error.validator == "pattern" and error.schema.get("pattern", "").startswith("^[a-z0-9]"):
         return model_problem(error.instance) or error.message
+    if error.validator == "pattern" and path[-1:] == ["base_url"]:
+        return f"{quoted(error.instance)} is not an http:// or https:// URL with a host"
     shown = repr(error.instance)
     message = str(error.message)
     if message.startswith(shown):

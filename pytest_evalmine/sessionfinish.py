@@ -1,0 +1,146 @@
+"""pytest glue at session finish (spec: "Run lifecycle" step 7, "Terminal summary", "Exit
+codes"): judge and write every suite's reports once, keep the summary the terminal prints,
+and set the run's exit code. Whatever fails while the reports are written, the summary is
+still printed and the run does not pass; a run that ran nothing says so."""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .stash import FINISHED_KEY, SUMMARY_KEY, VERDICT_NOTE_KEY, eval_session
+
+if TYPE_CHECKING:
+    from .engine.finish import FinishedSuite
+    from .engine.session import EvalSession
+    from .reports.terminal import Line
+    from .run.dispatch import Progress
+
+# pytest's outcomes our exit codes may replace; interrupts and errors keep their own.
+TESTS_RAN = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+
+
+def finish_session(
+    config: pytest.Config,
+    session: pytest.Session,
+    *,
+    on_progress: Callable[[Progress], None] | None,
+    on_interrupt: Callable[[int, float], None] | None,
+) -> None:
+    """On the xdist controller or the only process, once the answers' dispatch has ended:
+    judges and writes the reports (nothing under ``--collect-only``), keeps the summary's
+    lines for the terminal and sets the exit code."""
+    evalsession = eval_session(config)
+    if config.option.collectonly:
+        evalsession.close()
+        _say_nothing_ran(config, session)
+        return
+    from .engine.finish import REPORTS_NOT_WRITTEN, exit_code, finish_run, report_root_of
+
+    command = "pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args)
+    failure = None
+    finished: list[FinishedSuite] = []
+    try:
+        finished = finish_run(
+            evalsession,
+            command=command,
+            report_root=report_root_of(evalsession),
+            judge_registry=evalsession.judge_registry,
+            on_progress=on_progress,
+            on_interrupt=on_interrupt,
+            # Ctrl-C, -x or an internal error: never spend on a judge the user stopped.
+            stopped=_why_stopped(session),
+        )
+    except Exception as exc:  # a report failure must not hide the run's own outcome
+        failure = f"{type(exc).__name__}: {exc}"
+    finally:
+        evalsession.close()
+    config.stash[SUMMARY_KEY] = _summary_lines(config, evalsession, finished, failure)
+    config.stash[FINISHED_KEY] = finished
+    _record_suite_properties(config, finished)
+    if evalsession.interrupted:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+    not_written = [f"{f.summary.suite_name}: {f.not_written}" for f in finished if f.not_written]
+    if failure is not None:
+        not_written.append(failure)
+    code = REPORTS_NOT_WRITTEN if failure is not None else exit_code(finished)
+    if code is not None and session.exitstatus in TESTS_RAN:
+        session.exitstatus = code
+    if not_written:
+        config.stash[VERDICT_NOTE_KEY] = (
+            REPORTS_NOT_WRITTEN,
+            f"reports not written: {'; '.join(not_written)}",
+        )
+
+
+def _say_nothing_ran(config: pytest.Config, session: pytest.Session) -> None:
+    """``--collect-only``: no answer, no judge, no report; the last line says so rather
+    than "all items passed"."""
+    if session.exitstatus == pytest.ExitCode.OK:
+        config.stash[VERDICT_NOTE_KEY] = (
+            pytest.ExitCode.OK,
+            f"collected {len(session.items)} items, nothing run (--collect-only)",
+        )
+
+
+def _summary_lines(
+    config: pytest.Config,
+    evalsession: EvalSession,
+    finished: list[FinishedSuite],
+    failure: str | None,
+) -> list[Line]:
+    from .engine.session import relative_to
+    from .reports.terminal import FLAG, Line, other_runs_lines, terminal_lines
+
+    root = Path(config.rootpath)
+    lines: list[Line] = []
+    for item in finished:
+        report_md = None if item.run_dir is None else relative_to(item.run_dir / "report.md", root)
+        lines += terminal_lines(item.summary, report_md, _terminal_width(), item.not_written)
+    lines += [Line(text) for text in other_runs_lines(evalsession.other_runs)]
+    if failure is not None:
+        lines.append(Line(f"evalmine: could not write reports: {failure}", FLAG))
+    return lines
+
+
+def _terminal_width() -> int:
+    """The width pytest's own writer uses (80 when not on a terminal, as in CI)."""
+    width = shutil.get_terminal_size(fallback=(80, 24)).columns
+    return width if width >= 40 else 80
+
+
+def _record_suite_properties(config: pytest.Config, finished: list[Any]) -> None:
+    """Calibration and win rates as properties of --junitxml's test suite. pytest offers this
+    only as a fixture (``record_testsuite_property``), which session finish cannot request:
+    its object is reached through the same stash key the fixture reads."""
+    if not config.getoption("xmlpath", None):
+        return
+    from _pytest.junitxml import xml_key
+
+    from .reports.junit import suite_properties
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    for item in finished:
+        for name, value in suite_properties(item.summary):
+            xml.add_global_property(name, value)
+
+
+def _why_stopped(session: pytest.Session) -> str | None:
+    """Why not every selected item ran (Ctrl-C, -x or --maxfail, an internal error), or None
+    when they all did: only then is judging worth paying for."""
+    if session.shouldfail:  # xdist reports a -x stop as an interruption: ask this first
+        return "stopped early (-x or --maxfail)"
+    if session.exitstatus == pytest.ExitCode.INTERRUPTED:
+        return "interrupted (Ctrl-C)"
+    if session.exitstatus not in TESTS_RAN:
+        return f"stopped ({session.exitstatus!s})"
+    if session.shouldstop:
+        return "stopped early"
+    return None
