@@ -11,6 +11,8 @@ duplicate keys and broken bytes. Seed and example count are fixed so CI is repro
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import re
@@ -300,3 +302,113 @@ def test_any_suite_loads_or_is_refused_in_clean_lines(
     folder = tmp_path_factory.mktemp("fuzz")
     text = mutate_text(suite_text(document), action, position, tag)
     load_once(folder, text, side_file)
+
+
+# CSV cases --------------------------------------------------------------------------------
+CSV_SUITE = """\
+version: 1
+suite: fuzz
+models: [fake/a, fake/b]
+tasks:
+  - id: t
+    kind: qa
+    prompt: "Answer."
+    cases_path: cases.csv
+"""
+# Any text a spreadsheet may hold: quotes, commas, line breaks of each kind, other scripts
+# (no surrogates, which UTF-8 cannot encode, and no NUL, which Python 3.10's csv refuses).
+cell_text = st.lists(
+    st.sampled_from(['"', '""', ",", "\r\n", "\r", "\n", " ", "\ufeff", "\u2028", "é"])
+    | st.characters(exclude_categories=["Cs"], exclude_characters="\x00"),
+    max_size=8,
+).map("".join)
+csv_tables = st.tuples(
+    st.lists(st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True), max_size=4, unique=True).map(
+        lambda names: [n for n in names if n not in ("id", "gold", "expected")]
+    ),
+    st.booleans(),  # a gold column
+    st.lists(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,20}", fullmatch=True), unique=True),
+    st.data(),
+)
+
+
+@seed(20261202)
+@settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None)
+# Python's writer quotes a cell holding a line break only when the break is in its own line
+# terminator: with "\n" it would leave a lone "\r" bare, which no reader takes as text.
+@given(
+    csv_tables,
+    st.sampled_from([("\r\n", csv.QUOTE_MINIMAL), ("\r\n", csv.QUOTE_ALL), ("\n", csv.QUOTE_ALL)]),
+    st.booleans(),
+)
+def test_any_csv_table_reads_back_as_its_cases_in_file_order(
+    tmp_path_factory: pytest.TempPathFactory,
+    table: tuple[list[str], bool, list[str], st.DataObject],
+    dialect: tuple[str, int],
+    bom: bool,
+) -> None:
+    variables, with_gold, ids, data = table
+    columns = ["id", *variables] + (["gold"] if with_gold else [])
+    rows = [[case_id, *(data.draw(cell_text) for _ in columns[1:])] for case_id in ids if ids]
+    folder = tmp_path_factory.mktemp("csv")
+    buffer = io.StringIO(newline="")
+    line_end, quoting = dialect
+    csv.writer(buffer, lineterminator=line_end, quoting=quoting).writerows([columns, *rows])
+    (folder / "cases.csv").write_bytes(b"\xef\xbb\xbf" * bom + buffer.getvalue().encode())
+    (folder / "fuzz.eval.yaml").write_text(CSV_SUITE, "utf-8")
+    expected = []
+    for row in rows:
+        case: dict[str, Any] = {"id": row[0]}
+        if variables:
+            case["vars"] = dict(zip(variables, row[1 : 1 + len(variables)], strict=True))
+        if with_gold and row[-1].strip():
+            case["gold"] = row[-1]
+        expected.append(case)
+    if not rows:
+        with pytest.raises(EvalmineError, match=re.escape("cases.csv holds no cases")):
+            load_suite(folder / "fuzz.eval.yaml", shown=SHOWN)
+        return
+    suite = load_suite(folder / "fuzz.eval.yaml", shown=SHOWN)
+    assert suite.document["tasks"][0]["cases"] == expected
+
+
+CSV_BREAKS = [b'"', b",", b"\n", b"\r", b"\r\n", b"\xff", b"\xc3", b"\x00", b"\xef\xbb\xbf", b""]
+
+
+@pytest.mark.filterwarnings("ignore")
+@seed(20261203)
+@settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None)
+@given(
+    st.one_of(
+        st.binary(max_size=300),
+        st.tuples(
+            st.lists(st.lists(cell_text, max_size=4), max_size=6),
+            st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(CSV_BREAKS)), max_size=4),
+            st.integers(0, 10_000),
+        ),
+    )
+)
+def test_any_bytes_in_a_csv_cases_file_load_or_are_refused_in_clean_lines(
+    tmp_path_factory: pytest.TempPathFactory, content: Any
+) -> None:
+    if isinstance(content, bytes):
+        raw = content
+    else:  # a table with ``id`` first, then bytes inserted and the end cut off
+        table, breaks, cut = content
+        buffer = io.StringIO(newline="")
+        csv.writer(buffer).writerows([["id", "q", "gold"], *table])
+        raw = buffer.getvalue().encode()
+        for position, inserted in breaks:
+            at = position % (len(raw) + 1)
+            raw = raw[:at] + inserted + raw[at:]
+        raw = raw[: len(raw) - cut % (len(raw) + 1) // 4]
+    folder = tmp_path_factory.mktemp("csvbytes")
+    (folder / "cases.csv").write_bytes(raw)
+    (folder / "fuzz.eval.yaml").write_text(CSV_SUITE, "utf-8")
+    try:
+        with hang_guard(HANG_S):
+            load_suite(folder / "fuzz.eval.yaml", shown=SHOWN)
+    except EvalmineError as exc:
+        for line in str(exc).splitlines():
+            assert LINE.match(line), f"not a one-line 'file: ...' problem: {line[:300]!r}"
+            assert len(line) < 1000, f"an error line of {len(line)} characters"

@@ -661,7 +661,7 @@ def _read_valid_entries(
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]] | None:
     """The valid entries of a cases or labels file, each with its file and line or index;
     None when the file does not hold a list (problem added)."""
-    entries = read_entries(target, file_shown, problems, unwrap)
+    entries = read_entries(target, file_shown, problems, unwrap, definition)
     if entries is None:
         problems.add(file_shown, "$", f"a {definition}s file holds a list of {definition}s")
         return None

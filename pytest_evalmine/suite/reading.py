@@ -1,4 +1,5 @@
-"""Bounded reading of suite files and the files they reference (spec: "Suite file", limits).
+"""Bounded reading of suite files and the files they reference (spec: "Suite file", limits):
+YAML, JSON, JSONL, and cases in CSV.
 
 Every way a file can be wrong ends as ``SuiteError`` lines, never a traceback: the YAML
 parser's own exceptions (of any class), nesting, aliases that expand past a bound, YAML tags
@@ -9,6 +10,8 @@ once, so a file with aliases costs time in proportion to its size, not to its ex
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import re
@@ -81,10 +84,11 @@ def looks_like_api_key(text: str) -> str | None:
 
 
 def path_order(where: str) -> tuple[Any, ...]:
-    """Sort key for JSON paths: ``$.tasks[10]`` after ``$.tasks[9]``."""
+    """Sort key for JSON paths: ``$.tasks[10]`` after ``$.tasks[9]``, ``line 10`` after
+    ``line 9``."""
     return tuple(
         (0, int(part), "") if part.isdecimal() else (1, 0, part)
-        for part in re.split(r"[.\[\]]+", where)
+        for part in re.split(r"[.\[\] ]+", where)
         if part
     )
 
@@ -110,13 +114,27 @@ class Problems:
         raise SuiteError(*shown[0], more=shown[1:], hidden=len(ordered) - len(shown))
 
 
+def _check_size(path: Path, shown: str) -> None:
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise SuiteError(shown, "", f"file of {size} bytes; the limit is {MAX_FILE_BYTES} bytes")
+
+
+def read_bytes(path: Path, shown: str) -> bytes:
+    """The file's bytes, for a reader that decodes them itself (a CSV file names the line of
+    a byte that is not UTF-8)."""
+    try:
+        _check_size(path, shown)
+        return path.read_bytes()
+    except OSError as exc:
+        raise SuiteError(shown, "", f"cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a NUL byte in the path
+        raise SuiteError(shown, "", f"cannot read: {exc}") from None
+
+
 def read_text(path: Path, shown: str) -> str:
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise SuiteError(
-                shown, "", f"file of {size} bytes; the limit is {MAX_FILE_BYTES} bytes"
-            )
+        _check_size(path, shown)
         return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise SuiteError(shown, "", f"cannot read: {exc.strerror or exc}") from None
@@ -423,11 +441,18 @@ def _walk_values(value: Any, where: str) -> Iterator[tuple[Any, str, int]]:
 
 
 def read_entries(
-    path: Path, shown: str, problems: Problems, unwrap: Callable[[Any], Any] | None = None
+    path: Path,
+    shown: str,
+    problems: Problems,
+    unwrap: Callable[[Any], Any] | None = None,
+    definition: str = "",
 ) -> list[tuple[str, Any]] | None:
-    """Entries of a JSONL file (one per line, blank lines skipped) or of a YAML/JSON list
-    (``unwrap`` may take the list out of a mapping first), each with where it stands: the
-    line in a JSONL file, the index in a list. None (problems added) when unreadable."""
+    """Entries of a JSONL file (one per line, blank lines skipped), of a YAML/JSON list
+    (``unwrap`` may take the list out of a mapping first) or, for cases (``definition``
+    ``case``), of a CSV file, each with where it stands: the line in a JSONL or CSV file,
+    the index in a list. None (problems added) when unreadable."""
+    if definition == "case" and path.suffix.lower() == ".csv":
+        return read_csv_cases(path, shown, problems)
     text = read_text(path, shown)
     if path.suffix == ".jsonl":
         entries = []
@@ -444,6 +469,207 @@ def read_entries(
     if not isinstance(loaded, list):
         return None
     return [(f"$[{index}]", entry) for index, entry in enumerate(loaded)]
+
+
+# CSV cases -------------------------------------------------------------------------------
+# The header row names the columns, each further row is one case, in file order. Parsing is
+# Python's ``csv`` module (the excel dialect: commas, double quotes, quoted cells may span
+# lines, CRLF or LF) in strict mode, so a stray quote is an error rather than a guess. Checked
+# here is what only a table can get wrong (the header, rows of the wrong width, bytes that
+# are not UTF-8) and the limits every suite string has; the case itself (its id, duplicate
+# ids, placeholders) is the loader's to check, as for a JSONL line.
+BOM = b"\xef\xbb\xbf"
+ID_COLUMN = "id"
+GOLD_COLUMNS = ("gold", "expected")  # one column, two names: other eval tools say `expected`
+EXPECTED_PREFIX = "expected."  # `expected.number`: the case's `expected` value for one check
+# The schema's patterns for variable names (``case.vars``) and check names (``check_name``):
+# checked once in the header rather than once per row by the schema.
+_VARIABLE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CHECK_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,79}")
+_OTHER_SEPARATORS = (";", "\t", "|")
+
+
+@dataclass
+class _CaseColumns:
+    """What each column of the header row holds, by its index."""
+
+    id: int
+    gold: int | None = None
+    variables: list[tuple[str, int]] = field(default_factory=list)
+    expected: list[tuple[str, int]] = field(default_factory=list)
+    width: int = 0
+
+    def case(self, row: list[str]) -> dict[str, Any]:
+        """The case a row spells, in the JSONL case's shape (so the suite hash of a CSV file
+        is that of the JSONL file it converts to). An empty gold or expected cell gives no
+        value (a spreadsheet has no other way to leave one out); an empty variable is ''."""
+        case: dict[str, Any] = {"id": row[self.id]}
+        if self.variables:
+            case["vars"] = {name: row[index] for name, index in self.variables}
+        if self.gold is not None and row[self.gold].strip():
+            case["gold"] = row[self.gold]
+        expected = {name: row[index] for name, index in self.expected if row[index].strip()}
+        if expected:
+            case["expected"] = expected
+        return case
+
+    def paths(self) -> list[str]:
+        """Where each column's cell sits in the case, as the loader's paths say it."""
+        found = [""] * self.width
+        found[self.id] = ".id"
+        if self.gold is not None:
+            found[self.gold] = ".gold"
+        for name, index in self.variables:
+            found[index] = f".vars.{name}"
+        for name, index in self.expected:
+            found[index] = f".expected.{name}"
+        return found
+
+
+def read_csv_cases(path: Path, shown: str, problems: Problems) -> list[tuple[str, Any]]:
+    """Cases of a CSV file, each with the line its row starts on (``line 3``); a row with a
+    problem is ``None`` (problems added), as a bad JSONL line is. Blank rows are skipped."""
+    data = read_bytes(path, shown)
+    skip = len(BOM) if data.startswith(BOM) else 0
+    try:
+        text = data[skip:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        offset = skip + exc.start
+        # +b"x": the line the bad byte is on, also right after a line break
+        line = len((data[:offset] + b"x").splitlines())
+        problems.add(shown, f"line {line}", f"not UTF-8 text (byte {offset})")
+        return []
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    # The module's own limit (131,072) is below the one every suite string has; it is
+    # process-wide, so it is raised for this read only.
+    limit = csv.field_size_limit(MAX_STRING_CHARS)
+    try:
+        return _cases(reader, shown, problems)
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _cases(reader: Any, shown: str, problems: Problems) -> list[tuple[str, Any]]:
+    columns: _CaseColumns | None = None
+    cell_paths: list[str] = []
+    entries: list[tuple[str, Any]] = []
+    while True:
+        # reader.line_num is the line a row ends on; a quoted cell may span lines.
+        where = f"line {reader.line_num + 1}"
+        try:
+            row = next(reader)
+        except StopIteration:
+            return entries
+        except csv.Error as exc:
+            # The reader cannot find the next row's start after this: stop here.
+            problems.add(shown, where, _csv_problem(str(exc)))
+            return entries
+        if not any(cell.strip() for cell in row):
+            continue
+        if columns is None:
+            columns = _header(row, shown, where, problems)
+            if columns is None:
+                return []  # every row would repeat the header's problem
+            cell_paths = columns.paths()
+            continue
+        if len(row) != columns.width:
+            problems.add(
+                shown,
+                where,
+                f"{_many(len(row), 'cell')}, the header has {_many(columns.width, 'column')} "
+                '(a value holding a comma or a line break is written in double quotes: "a, b")',
+            )
+            entries.append((where, None))
+            continue
+        before = len(problems.found)
+        for cell, cell_path in zip(row, cell_paths, strict=True):
+            check_string(cell, shown, where + cell_path, problems)
+        entries.append((where, columns.case(row) if len(problems.found) == before else None))
+
+
+def _header(row: list[str], shown: str, where: str, problems: Problems) -> _CaseColumns | None:
+    """The header row's columns, or None with every problem of the header added."""
+    before = len(problems.found)
+    separator = next((s for s in _OTHER_SEPARATORS if len(row) == 1 and s in row[0]), None)
+    if separator is not None:
+        problems.add(
+            shown,
+            where,
+            f"the header row is one column, {quoted(row[0])}: columns are separated by "
+            f"commas, not {separator!r}",
+        )
+        return None
+    seen: dict[str, int] = {}
+    columns = _CaseColumns(id=-1, width=len(row))
+    gold_names: list[str] = []
+    for index, name in enumerate(row):
+        number = index + 1
+        found = len(problems.found)
+        check_string(name, shown, where, problems)
+        if len(problems.found) > found:
+            continue  # a pasted key: no other message may quote it
+        if not name.strip():
+            problems.add(shown, where, f"column {number} of the header has no name")
+            continue
+        if name in seen:
+            problems.add(
+                shown,
+                where,
+                f"column {quoted(name)} is named twice (columns {seen[name]} and {number})",
+            )
+            continue
+        seen[name] = number
+        if name == ID_COLUMN:
+            columns.id = index
+        elif name in GOLD_COLUMNS:
+            columns.gold = index
+            gold_names.append(name)
+        elif name.startswith(EXPECTED_PREFIX):
+            check = name.removeprefix(EXPECTED_PREFIX)
+            if _CHECK_NAME.fullmatch(check) is None:
+                problems.add(
+                    shown, where, f"column {quoted(name)}: {quoted(check)} is not a check name"
+                )
+            columns.expected.append((check, index))
+        elif name.lower() in (ID_COLUMN, *GOLD_COLUMNS):
+            # A variable named `Gold` would leave every case without its gold, silently.
+            problems.add(
+                shown,
+                where,
+                f"column {quoted(name)}: names are case-sensitive; write {name.lower()!r}",
+            )
+        elif name != name.strip():
+            problems.add(shown, where, f"column {quoted(name)} has spaces around its name")
+        elif _VARIABLE_NAME.fullmatch(name) is None:
+            problems.add(
+                shown,
+                where,
+                f"column {quoted(name)} is not a variable name (letters, digits and _, not "
+                "starting with a digit)",
+            )
+        else:
+            columns.variables.append((name, index))
+    if len(gold_names) > 1:
+        problems.add(
+            shown, where, "columns 'gold' and 'expected' are one value under two names; keep one"
+        )
+    if columns.id < 0 and ID_COLUMN not in {name.strip().lower() for name in seen}:
+        problems.add(shown, where, f"the header row has no {ID_COLUMN!r} column")
+    return columns if len(problems.found) == before else None
+
+
+def _many(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _csv_problem(message: str) -> str:
+    if message.startswith("field larger than field limit"):
+        return f"a cell longer than {MAX_STRING_CHARS} characters, the limit for any suite string"
+    if message == "unexpected end of data":
+        return "not valid CSV: a quoted cell opened in this row is never closed"
+    if "expected after '\"'" in message:
+        return f'not valid CSV: {message} (a quote inside a quoted cell is written twice: "")'
+    return f"not valid CSV: {clip(message, 200)}"
 
 
 def resolve_file(
