@@ -93,7 +93,10 @@ def test_a_bad_declared_cost_is_one_line(pytester: pytest.Pytester) -> None:
 
 
 def test_own_adapter_from_the_hook_works_with_two_workers(pytester: pytest.Pytester) -> None:
-    own_app(pytester, extra='cost = "free"', registration=HOOK)
+    # A fingerprinted adapter: the warning for one without is tested above, and the
+    # controller's warning would otherwise reach this test session's own summary.
+    extra = 'cost = "free"\n    def key_extra(self, request):\n        return {"code": "abc"}'
+    own_app(pytester, extra=extra, registration=HOOK)
     result = pytester.runpytest("-n", "2")
     result.assert_outcomes(passed=6)
 
