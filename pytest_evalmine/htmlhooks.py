@@ -1,6 +1,8 @@
 """pytest-html integration (spec: "pytest-html"): the calibration and the flagged win rate in
 the report's summary, and each item's answer and checks as an extra. Registered only when
-pytest-html is active, so pytest-html stays optional."""
+pytest-html is active, so pytest-html stays optional. pytest-html writes its page itself, so
+every text handed to it here is redacted here (spec: "Secrets in texts"): a rendered prompt
+or a case's gold may hold a loaded key, which no answer-side redaction ever saw."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from .redaction import redact
 from .reports.html_fragments import item_extra_html, summary_html
 from .run.records import AnswerRecord
 from .stash import RECORD_ATTRIBUTE
@@ -26,7 +29,8 @@ class HtmlHooks:
         self, prefix: list[str], summary: list[str], postfix: list[str], session: Any
     ) -> None:
         """Called by pytest-html's late session finish, after our reports exist."""
-        prefix.extend(summary_html(self.config.stash.get(self.finished_key, [])))
+        blocks = summary_html(self.config.stash.get(self.finished_key, []))
+        prefix.extend(redact(block) for block in blocks)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_html_results_table_html(self, report: Any, data: list[str]) -> None:
@@ -39,5 +43,7 @@ class HtmlHooks:
 def add_item_extra(report: Any, record: AnswerRecord, prompt: str) -> None:
     from pytest_html import extras
 
-    extra = extras.html(item_extra_html(record, prompt))
+    # The prompt before it is escaped (a key holding "&" or "<" is escaped into another
+    # text), then the whole extra: check messages quote the case's gold.
+    extra = extras.html(redact(item_extra_html(record, redact(prompt))))
     report.extras = [*getattr(report, "extras", []), extra]

@@ -15,6 +15,7 @@ import pytest
 
 from .engine.session import ItemSpec
 from .errors import EvalmineError
+from .redaction import redact
 from .stash import add_conftest_checks, eval_session
 
 
@@ -76,7 +77,6 @@ def evalmine_marker(spec: ItemSpec) -> pytest.MarkDecorator:
         kind=spec.task.kind,
         model=spec.model,
         provider=spec.model.split("/", 1)[0],
-        variant=spec.variant,
     )
 
 
@@ -106,9 +106,11 @@ class ItemAnswer:
         record = self.record
         if record.outcome == "passed":
             return
+        # The failure text reaches the terminal, junit.xml and the pytest-html page: an
+        # expected value quoted from the case's gold may hold a loaded key.
+            pytest.fail(redact(f"{record.outcome}: {record.error}"), pytrace=False)
         if record.error:
-            pytest.fail(f"{record.outcome}: {record.error}", pytrace=False)
-        pytest.fail(failure_text(record), pytrace=False)
+        pytest.fail(redact(failure_text(record)), pytrace=False)
 
 
 def failure_text(record: Any) -> str:

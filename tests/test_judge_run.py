@@ -281,7 +281,9 @@ def test_compare_reports_changes_of_the_suite(pytester: pytest.Pytester, judged:
     assert changes["suite_changes"]["tasks_modified"] == ["polite"]
     assert "win_rate_movements" not in changes
     markdown = sorted((pytester.path / "reports" / "small").glob("*/report.md"))[-1].read_text()
-    assert "the suite changed (different suite hash): no deltas" in markdown
+    assert "the suite changed (different suite hash): no win-rate deltas" in markdown
+    # The cases both runs answered are still compared, one by one (tests/test_cross_run.py).
+    assert "tasks changed: polite (prompt); only in A: none; only in B: none" in markdown
 
 
 def test_judge_not_configured_is_a_note(pytester: pytest.Pytester, small_suite: Path) -> None:

@@ -90,6 +90,16 @@ def floats_in(value: Any) -> list[float]:
     return []
 
 
+def strings_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in strings_in(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in strings_in(v)]
+    return []
+
+
 def assert_rounded(result: dict[str, Any]) -> None:
     """No float carries more than the six decimals of the smallest sum of money the terminal
     prints ($0.000123): none has the tail of an unrounded sum (0.04908990000000001)."""
@@ -429,6 +439,41 @@ def test_list_runs_show_run_last_report_and_compare_read_stored_runs(two_runs: P
     # The fake's cost is below a tenth of a cent: six decimals, as the terminal prints it.
     assert 0 < cost["now"] < 0.001
     assert f"cost if uncached: {money(cost['before'])} -> {money(cost['now'])}" in printed
+
+
+def test_compare_pairs_each_model_case_by_case_in_numbers_and_ids(two_runs: Path) -> None:
+    first, second = (p.name for p in sorted((two_runs / "reports" / "small").glob("2*")))
+    compared = call(two_runs, "compare", run_a=first, run_b=second)
+    cases = compared["cases"]
+    assert (cases["run_a"], cases["run_b"]) == (first, second)
+    assert cases["tasks_changed"] == [] and cases["cases_only_in_a"] == 0
+    assert [(m["model_a"], m["model_b"]) for m in cases["models"]] == [
+        ("fake/alpha", "fake/alpha"),
+        ("fake/beta", "fake/beta"),
+    ]
+    pair = cases["models"][0]
+    # The second run replayed the first's answers: nothing changed, case by case.
+    assert (pair["changed_answers"], pair["changed_answers_of"]) == (0, 3)
+    (metric,) = pair["metrics"]
+    assert (metric["metric"], metric["cases"], metric["delta_points"]) == ("all_pass", 3, 0.0)
+    assert metric["verdict"].startswith("B cannot be told apart from A on all checks pass: +0.0")
+    assert metric["noise_floor_points"] is None and metric["beyond_noise"] is None
+    stored = json.loads((two_runs / "reports" / "small" / second / "report.json").read_text())
+    in_report = stored["changes"]["cases"]["models"][0]["metrics"][0]
+    assert metric["interval_points"] == [points(in_report["interval"][k]) for k in ("low", "high")]
+    assert_rounded(compared)
+    answers = (two_runs / "reports" / "small" / second / "answers.jsonl").read_text()
+    texts = {json.loads(line)["text"] for line in answers.splitlines()} - {None, ""}
+    assert texts and not texts & set(strings_in(compared)), "an answer's text reached the agent"
+    across = call(
+        two_runs, "compare", run_a=first, run_b=second, models=["A=fake/alpha,B=fake/beta"]
+    )
+    assert [(m["model_a"], m["model_b"]) for m in across["cases"]["models"]] == [
+        ("fake/alpha", "fake/beta")
+    ]
+    refused = call(two_runs, "compare", run_a=first, run_b=second, models=["fake/gamma"])
+    assert (refused["status"], refused["code"]) == ("refused", "bad_request")
+    assert "run A has no model 'fake/gamma'" in refused["reason"]
 
 
 def test_unknown_runs_and_suites_are_refusals(two_runs: Path) -> None:

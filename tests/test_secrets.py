@@ -5,14 +5,23 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import string
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_evalmine.adapters.base import AdapterError, Request
 from pytest_evalmine.adapters.http import api_key_from_env
 from pytest_evalmine.adapters.openai import OpenAIAdapter
-from pytest_evalmine.redaction import KEY_PATTERNS, KEY_PREFIXES, count_redacted, redact
+from pytest_evalmine.redaction import (
+    KEY_PATTERNS,
+    KEY_PREFIXES,
+    count_redacted,
+    redact,
+    remember_key,
+)
 
 from .conftest import SMALL_SUITE, latest_answers, latest_report
 from .http_server import LoopbackServer, Received, Reply, running_server
@@ -242,3 +251,174 @@ def test_no_file_a_run_writes_holds_an_echoed_key_shaped_or_not(
     replay = pytester.runpytest_subprocess(*args, "--evalmine-record=none")
     replay.assert_outcomes(passed=2, failed=4)
     assert latest_report(pytester.path, "small")["calls"] == {"made": 0, "cached": 4}
+
+
+# --- issue 20: pieces of a key, and the pytest-html page -----------------------------------
+
+
+def test_every_run_of_twelve_characters_of_a_loaded_key_is_redacted() -> None:
+    """Before: only the whole value was replaced, so a server that echoed a key's first and
+    last 20 characters separately kept 40 of its characters in every file."""
+    # 43 distinct characters, so where one run of it ends in a text is never a coincidence.
+    token = string.ascii_letters[:26] + string.digits + "ABCDEFG"
+    remember_key(token)
+    text = redact(f"head {token[:20]} tail {token[-20:]} mid {token[7:19]} short {token[7:18]}")
+    assert text == f"head [redacted] tail [redacted] mid [redacted] short {token[7:18]}"
+    assert count_redacted(text) == 3
+    # Two runs side by side are two runs; a run inside a longer one is that one.
+    assert redact(f"<{token[:30]}{token[25:]}>") == "<[redacted][redacted]>"
+    assert redact(f"<{token[3:30]}|{token[10:40]}>") == "<[redacted]|[redacted]>"
+    assert redact(f"<{token[2:41]}>", [token[5:30]]) == "<[redacted]>"
+    # A value of ``extra`` gets the same treatment; one too short for pieces stays whole.
+    other = "x" + secrets.token_hex(15)
+    assert redact(f"a {other[2:16]} b", [other]) == "a [redacted] b"
+    assert redact("a 0123456789 b", ["0123456789"]) == "a [redacted] b"
+    assert redact("a 012345678 b", ["0123456789"]) == "a 012345678 b"
+
+
+def test_pieces_are_found_in_any_text_whatever_the_characters() -> None:
+    """Non-ASCII values and texts, a value whose blocks repeat, a piece at either end."""
+    value = "ключ-" + "ab" * 10 + "-секрет-значение"
+    for piece in (value[:12], value[-12:], value[3:20], value[10:30]):
+        for text in (piece, f"é{piece}é", f"  {piece}", f"{piece}\n"):
+            assert leaked_pieces(value, redact(text, [value]), width=12) == [], (piece, text)
+    assert redact("ab" * 5 + "a", [value]) == "ab" * 5 + "a"  # 11 characters of it: kept
+    assert redact("x" + "ab" * 6 + "y", [value]) == "x[redacted]y"
+
+
+@settings(max_examples=400, derandomize=True, database=None, deadline=None)
+@given(
+    value=st.text(alphabet="ab-é\u20acXY", min_size=8, max_size=40),
+    parts=st.lists(
+        st.tuples(st.integers(0, 40), st.integers(0, 40), st.text("ab \u20acz", max_size=5)),
+        max_size=6,
+    ),
+)
+def test_no_run_of_twelve_characters_survives_and_nothing_else_is_touched(
+    value: str, parts: list[tuple[int, int, str]]
+) -> None:
+    """Pieces of a value (from a small alphabet, so they repeat and overlap) glued between
+    filler: what comes out holds no run of 12 characters of the value, and a text holding
+    none (and not the value itself) comes out unchanged."""
+    text = "".join(value[a:b] + filler for a, b, filler in parts)
+    out = redact(text, [value])
+    assert leaked_pieces(value, out, width=12) == []
+    if len(value) < 12:
+        assert value not in out
+    if not leaked_pieces(value, text, width=12) and value not in text:
+        assert out == text
+
+
+PIECES_SUITE = SMALL_SUITE.replace(
+    "models: [fake/alpha, fake/beta]", "models: [local/a, local/b]"
+).replace("version: 1\n", "version: 1\njudge: {model: local/judge}\n")
+
+
+def test_pieces_of_an_echoed_key_reach_no_file(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: a server echoing the key's first and last 20 characters, separately, left
+    them in the cache, answers.jsonl, pairs.jsonl, report.md, report.html, the pytest-html
+    page and the recording."""
+    token = unshaped_token()
+    monkeypatch.setenv("LOCAL_TOKEN", token)
+    pytester.makefile(".eval.yaml", small=PIECES_SUITE)
+
+    def echo_pieces(received: Received) -> Reply:
+        pieces = f"{token[:20]} and then {token[-20:]}"
+        if received.method == "GET":
+            listing = [{"id": "served", "meta": {"owner": pieces}}]
+            return Reply.json(200, {"object": "list", "data": listing})
+        return Reply.json(
+            200,
+            {
+                "id": f"req-{token[:20]}",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": f"I saw {pieces}."},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {"prompt_tokens": 20, "completion_tokens": 12},
+            },
+        )
+
+    with running_server() as server:
+        server.respond = echo_pieces
+        pytester.runpytest(
+            f"--evalmine-endpoint=local={server.url}/v1,free,key_env=LOCAL_TOKEN",
+            "--evalmine-retries=0",
+            "--evalmine-recording=beside",
+            "--html=report.html",
+            "--self-contained-html",
+        )
+    files = sorted(p for p in pytester.path.rglob("*") if p.is_file())
+    names = {p.name for p in files}
+    wanted = {"cache.sqlite", "answers.jsonl", "pairs.jsonl", "report.md", "report.html"}
+    assert wanted <= names, names
+    assert any(".recording" in name or name.endswith(".jsonl") for name in names)
+    leaks = {
+        str(p.relative_to(pytester.path)): pieces
+        for p in files
+        if (pieces := leaked_pieces(token, p.read_bytes().decode("latin-1"), width=12))
+    }
+    assert leaks == {}
+    report = latest_report(pytester.path, "small")
+    assert report["redactions"] >= 6  # two pieces in each of the six answers, at least
+
+
+def test_a_loaded_key_inside_a_prompt_never_reaches_the_pytest_html_page(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before: the rendered prompt went to pytest-html as it was, so a key in a case's
+    variable (``token=$KEY``) was on the page 5 times, and a failed check's expected value
+    holding it was in the page's log; evalmine's own files held it 0 times."""
+    token = unshaped_token()
+    monkeypatch.setenv("LOCAL_TOKEN", token)
+    suite = SMALL_SUITE.replace("models: [fake/alpha, fake/beta]", "models: [local/a]")
+    suite = suite.replace("I was charged twice", f"token={token}")
+    suite += (
+        "  - id: echo\n    kind: rewrite\n    prompt: Say hello\n    checks: [exact]\n"
+        f'    cases:\n      - {{id: k, gold: "token={token}"}}\n'
+    )
+    pytester.makefile(".eval.yaml", small=suite)
+    with running_server() as server:
+        server.respond = lambda received: (
+            Reply.json(200, {"object": "list", "data": [{"id": "served"}]})
+            if received.method == "GET"
+            else chat_reply('{"category": "billing"}')
+        )
+        result = pytester.runpytest(
+            f"--evalmine-endpoint=local={server.url}/v1,free,key_env=LOCAL_TOKEN",
+            "--html=report.html",
+            "--self-contained-html",
+        )
+        prompts = [r.body["messages"][-1]["content"] for r in server.requests if r.body]
+    assert any(token in prompt for prompt in prompts)  # the key did travel in the prompt
+    result.assert_outcomes(passed=3, failed=1)
+    page = (pytester.path / "report.html").read_text()
+    assert "evalmine-answer" in page  # the items' extras are on the page
+    assert page.count(token) == 0
+    assert leaked_pieces(token, page, width=12) == []
+    assert "token=[redacted]" in page
+    for path in (pytester.path / "reports").rglob("*"):
+        if path.is_file():
+            assert token not in path.read_text("latin-1"), path
+
+
+def chat_reply(content: str) -> Reply:
+    return Reply.json(
+        200,
+        {
+            "id": "chatcmpl-1",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 6},
+        },
+    )

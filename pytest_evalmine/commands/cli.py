@@ -99,11 +99,23 @@ def build_parser() -> Parser:
     report.add_argument("run", metavar="RUN", help="run id, run folder or report.json")
     report_dir(report)
 
-    compare = command("compare", "what changed from RUN_A to RUN_B")
+    compare = command(
+        "compare",
+        "what changed from RUN_A to RUN_B, and each model of both runs case by case: scores, "
+        "the paired delta, worse and better cases, changed answers, the noise floor",
+    )
     compare.add_argument(
         "run_a", metavar="RUN_A", help="the earlier run: id, folder or report.json"
     )
     compare.add_argument("run_b", metavar="RUN_B", help="the later run: id, folder or report.json")
+    compare.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        metavar="M | A=M1,B=M2",
+        help="compare only model M (in both runs), or M1 of RUN_A with M2 of RUN_B (another "
+        "build or tag); repeatable. Default: every model both runs have",
+    )
     compare.add_argument("--json", action="store_true", help="print the changes as JSON")
     report_dir(compare)
     return parser
@@ -167,8 +179,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         judge = f"judge {done.judge}" if done.judge else "no judge"
         models = ", ".join(done.models)
         items = counted(done.items, "item")
-        variants = f"; variants {', '.join(done.variants)}" if done.variants else ""
-        print(f"ok {done.path}: suite {done.suite}, {items}, {models}; {judge}{variants}")
+        print(f"ok {done.path}: suite {done.suite}, {items}, {models}; {judge}")
     return worst
 
 
@@ -180,7 +191,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
     rows = list(table.rows)
     if args.suite:
         suite = session.load(args.rootdir / args.suite)
-        wanted = [suite.contender(model)[0] for model in session.models_for(suite)]
+        wanted = [*session.models_for(suite)]
         if judge := session.judge_model_for(suite):
             wanted.append(judge)
         rows = []
@@ -291,7 +302,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..engine.stored import find_run
+    from ..engine.stored import cases_between, find_run
     from ..reports.compare import compare
     from ..reports.sections import changes_section
     from ..reports.terminal import terminal_section
@@ -299,6 +310,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     before = find_run(args.run_a, _report_root(args), args.rootdir)
     after = find_run(args.run_b, _report_root(args), args.rootdir)
     changes = compare(after.report(), before.report())
+    changes["cases"] = cases_between(before, after, args.model)
+    changes["cases_note"] = None
     if args.json:
         print(json.dumps(changes, indent=2))
         return 0

@@ -20,8 +20,7 @@ from .. import exitcodes
 from ..engine.catalog import SuiteInfo, describe_suite, find_suite_files
 from ..engine.stored import RunDigest, StoredRun, digest, find_run, latest_run, list_runs
 from ..errors import EvalmineError
-from ..reports.render import milliseconds, money
-from ..reports.sections import number, percent
+from ..reports.render import milliseconds, money, number, percent
 
 try:  # the tools' argument descriptions; pydantic comes with the SDK (the `mcp` extra)
     from pydantic import Field
@@ -164,11 +163,90 @@ class RunView:
 
 
 @dataclass
+class CrossRunMetricDigest:
+    """One metric of one model pair, run B against run A (spec: "Compare"), in points and
+    shares as ``evalmine compare`` prints them; the worse and better cases by id, never their
+    answers."""
+
+    metric: str  # all_pass or score
+    verdict: str  # the plain-words line
+    cases: int  # cases both runs answered (n)
+    observations: int  # paired repeats
+    a_mean: float | None  # all_pass: a share; score: the mean checker score
+    a_interval: list[float] | None
+    b_mean: float | None
+    b_interval: list[float] | None
+    delta_points: float | None
+    interval_points: list[float] | None
+    worse: int
+    better: int
+    same: int
+    noise_floor_points: float | None  # None: unknown (neither run has two repeats of a case)
+    noise_floor_a_points: float | None
+    noise_floor_b_points: float | None
+    excess_points: float | None  # |delta| - floor; None without a floor
+    excess_interval_points: list[float] | None
+    beyond_noise: bool | None
+    excluded_cases: int
+    worse_cases: list[str] = field(default_factory=list)  # task/case, up to five
+    better_cases: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CrossRunModelDigest:
+    model_a: str
+    model_b: str
+    digest_a: str | None  # the build run A recorded for its model (an Ollama digest)
+    digest_b: str | None
+    changed_answers: int  # cases whose parsed answer differs between the runs
+    changed_answers_of: int
+    changed_answers_share: float | None
+    changed_answers_interval: list[float] | None
+    excluded: dict[str, int]  # reason -> cases left out
+    metrics: list[CrossRunMetricDigest] = field(default_factory=list)
+
+
+@dataclass
+class TaskChange:
+    task: str
+    fields: list[str] | None  # prompt, system, params, checks, schema; None: not recorded
+
+
+@dataclass
+class WinRatesSideBySide:
+    baseline: str
+    candidate: str
+    a_win_rate: float | None
+    a_interval: list[float] | None
+    a_headline_eligible: bool
+    b_win_rate: float | None
+    b_interval: list[float] | None
+    b_headline_eligible: bool
+
+
+@dataclass
+class CrossRunDigest:
+    """Run B against run A case by case (report.json ``changes.cases``), without answers."""
+
+    run_a: str
+    run_b: str
+    tasks_changed: list[TaskChange]
+    tasks_only_in_a: list[str]
+    tasks_only_in_b: list[str]
+    cases_only_in_a: int
+    cases_only_in_b: int
+    models: list[CrossRunModelDigest]
+    win_rates: list[WinRatesSideBySide]
+    note: str | None  # why no model pair was compared
+
+
+@dataclass
 class Comparison:
     status: Literal["ok"]
     run_a: str
     run_b: str
     changes: dict[str, Any]  # spec "Compare": what changed from run_a to run_b
+    cases: CrossRunDigest | None = None  # each model of both runs, case by case
 
 
 @dataclass(frozen=True)
@@ -290,9 +368,21 @@ class Tools:
         run_b: Annotated[
             str, Field(description="the later run: a run id, a run folder or its report.json")
         ],
+        models: Annotated[
+            list[str] | None,
+            Field(
+                description="which models to compare case by case: 'M' (a model of both runs) "
+                "or 'A=M1,B=M2' (M1 of run_a against M2 of run_b, e.g. another build); "
+                "default every model both runs have"
+            ),
+        ] = None,
     ) -> Comparison | Refusal:
         """What changed from run_a to run_b (run ids, run folders or report.json paths):
-        cost, latency, calibration, and win-rate movements (same suite) or task changes."""
+        cost, latency, calibration, win-rate movements (same suite) or task changes, and each
+        model case by case over the cases both runs answered, even when the suite changed:
+        each run's score, the paired delta with its interval, worse and better cases, the
+        share of changed answers, the noise floor and the verdict in words."""
+        from ..engine.stored import cases_between
         from ..reports.compare import compare
 
         try:
@@ -302,7 +392,13 @@ class Tools:
             return refusal("path_outside_root", str(exc))
         except EvalmineError as exc:
             return refusal("not_found", str(exc))
-        return Comparison("ok", before.run_id, after.run_id, _rounded_changes(changes))
+        try:
+            cases = cases_between(before, after, models or ())
+        except EvalmineError as exc:
+            return refusal("bad_request", str(exc))
+        return Comparison(
+            "ok", before.run_id, after.run_id, _rounded_changes(changes), _cross_run_digest(cases)
+        )
 
     # spending -----------------------------------------------------------------------------
     def cap_for(self, suite_limit: float | None, max_cost: float | None) -> float | Refusal:
@@ -511,7 +607,7 @@ def refusal_line(output: str) -> str:
 
 
 # Numbers as the terminal prints them: each is read back from the terminal's own text for it
-# (reports.render, reports.sections), so an agent and a person see the same digits and the
+# (reports.render), so an agent and a person see the same digits and the
 # two cannot drift apart. Floats arrive unrounded (0.04908990000000001) from the sums.
 def dollars(value: float | None) -> float | None:
     """$0.0491: four decimals, six below a tenth of a cent (``money``)."""
@@ -599,6 +695,80 @@ def _rounded_changes(changes: dict[str, Any]) -> dict[str, Any]:
                 for m in changes[moves]
             ]
     return rounded
+
+
+def _cross_run_digest(cases: dict[str, Any]) -> CrossRunDigest:
+    tasks = cases["tasks"]
+    return CrossRunDigest(
+        run_a=cases["run_a"],
+        run_b=cases["run_b"],
+        tasks_changed=[TaskChange(t["task"], t["fields"]) for t in tasks["changed"]],
+        tasks_only_in_a=list(tasks["only_in_a"]),
+        tasks_only_in_b=list(tasks["only_in_b"]),
+        cases_only_in_a=len(cases["cases_only_in_a"]),
+        cases_only_in_b=len(cases["cases_only_in_b"]),
+        models=[_cross_run_model(pair) for pair in cases["models"]],
+        win_rates=[
+            WinRatesSideBySide(
+                baseline=row["baseline"],
+                candidate=row["candidate"],
+                a_win_rate=share(row["a"]["win_rate"]),
+                a_interval=_low_high(row["a"]["interval"], share),
+                a_headline_eligible=bool(row["a"]["headline_eligible"]),
+                b_win_rate=share(row["b"]["win_rate"]),
+                b_interval=_low_high(row["b"]["interval"], share),
+                b_headline_eligible=bool(row["b"]["headline_eligible"]),
+            )
+            for row in cases["win_rates"]
+        ],
+        note=cases["note"],
+    )
+
+
+def _cross_run_model(pair: dict[str, Any]) -> CrossRunModelDigest:
+    changed = pair["changed_answers"]
+    return CrossRunModelDigest(
+        model_a=pair["model_a"],
+        model_b=pair["model_b"],
+        digest_a=(pair["build_a"] or {}).get("digest"),
+        digest_b=(pair["build_b"] or {}).get("digest"),
+        changed_answers=changed["successes"],
+        changed_answers_of=changed["n"],
+        changed_answers_share=share(changed["rate"]),
+        changed_answers_interval=_low_high(changed["interval"], share),
+        excluded=dict(pair["excluded"]),
+        metrics=[_cross_run_metric(m) for m in pair["metrics"]],
+    )
+
+
+def _cross_run_metric(m: dict[str, Any]) -> CrossRunMetricDigest:
+    # A share prints as a percent, a mean checker score with two decimals.
+    side = share if m["metric"] == "all_pass" else kappa
+    floor, excess = m["noise_floor"], m["excess"] or {}
+    return CrossRunMetricDigest(
+        metric=m["metric"],
+        verdict=m["verdict"],
+        cases=m["cases"],
+        observations=m["observations"],
+        a_mean=side(m["a"]["mean"]),
+        a_interval=_low_high(m["a"]["interval"], side),
+        b_mean=side(m["b"]["mean"]),
+        b_interval=_low_high(m["b"]["interval"], side),
+        delta_points=points(m["delta"]),
+        interval_points=_low_high(m["interval"], points),
+        worse=m["worse"],
+        better=m["better"],
+        same=m["same"],
+        noise_floor_points=points(floor["floor"]),
+        noise_floor_a_points=points(floor["a"]),
+        noise_floor_b_points=points(floor["b"]),
+        excess_points=points(excess.get("value")),
+        excess_interval_points=_low_high(excess.get("interval"), points),
+        beyond_noise=m["beyond_noise"],
+        excluded_cases=m["excluded_cases"],
+        worse_cases=[f"{e['task']}/{e['case']}" for e in m["worse_examples"]],
+        better_cases=[f"{e['task']}/{e['case']}" for e in m["better_examples"]],
+    )
 
 
 def _low_high(interval: dict[str, float] | None, rounding: Any) -> list[float] | None:

@@ -30,13 +30,16 @@ from ..reports.compare import compare as compare_reports
 from ..reports.compare import find_previous
 from ..reports.compare import load as load_report
 from ..reports.compare import resolve as resolve_compare
+from ..reports.cross_run import recorded_builds
 from ..reports.files import write_run
 from ..reports.summary import RunSummary, summarize
 from ..run.dispatch import Dispatcher, Progress
 from ..run.records import AnswerRecord
 from ..suite.canonical import sha256_hex
+from ..suite.content import task_content_hashes
 from ..suite.loader import Suite
 from .session import EvalSession, has_criteria, models_hash, relative_to
+from .stored import case_changes
 
 T = TypeVar("T")
 
@@ -117,6 +120,8 @@ def finish_run(
             prices_pinned=session.prices.pinned,
             command=command,
             task_hashes={t["id"]: sha256_hex(t) for t in suite.document["tasks"]},
+            task_content={t.id: task_content_hashes(t) for t in suite.tasks},
+            model_builds=recorded_builds(models, session.default_registry().adapter_for),
             label_counts=dict(Counter(label.task for label in suite.labels)),
             headline=headline,
             judge_note=note,
@@ -140,6 +145,14 @@ def finish_run(
             previous = previous_report(session, suite, report_root)
             if previous is not None:
                 changes = compare_reports(report, previous, suite.mover_threshold)
+                changes["cases"], changes["cases_note"] = case_changes(
+                    report,
+                    summary.records,
+                    previous,
+                    report_root,
+                    session.rootdir,
+                    session.settings.compare,
+                )
                 summary = dataclasses.replace(summary, changes=changes)
                 report["changes"] = changes  # what summary.to_json() would give now, unbuilt
             run_dir = write_run(summary, report_root, move_latest=held_back is None, report=report)

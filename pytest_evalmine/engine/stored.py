@@ -5,6 +5,7 @@ call or a cent. The ``evalmine`` command and the MCP server read runs only throu
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,9 @@ from ..judging.criteria import CriterionVerdict
 from ..judging.headline import headline_from_pairs
 from ..judging.pairs import Pair
 from ..options import GateConfig
-from ..reports.compare import find_previous
+from ..reports.compare import find_previous, resolve
 from ..reports.compare import load as load_report
+from ..reports.cross_run import RunSide, cross_run
 from ..reports.files import atomic_write, render_markdown
 from ..reports.html_page import render_run_dir
 from ..reports.summary import RunSummary, summarize
@@ -50,6 +52,43 @@ class StoredRun:
     def verdicts(self) -> list[CriterionVerdict]:
         rows = _read_jsonl(self.run_dir / "verdicts.jsonl")
         return [CriterionVerdict.from_dict(row) for row in rows]
+
+
+def cases_between(
+    before: StoredRun, after: StoredRun, models: Sequence[str] = ()
+) -> dict[str, Any]:
+    """Run ``after`` (B) against run ``before`` (A), case by case (spec: "Compare");
+    ``models``: the ``--model`` entries that pair the runs' models."""
+    return cross_run(
+        RunSide(before.report(), before.records()), RunSide(after.report(), after.records()), models
+    )
+
+
+def case_changes(
+    report: dict[str, Any],
+    records: Sequence[AnswerRecord],
+    previous: dict[str, Any],
+    report_root: Path,
+    rootdir: Path,
+    reference: str | None,
+) -> tuple[dict[str, Any] | None, str | None]:
+    """This run (its report.json and records, not yet written) against the run "What
+    changed" compares it with (``--evalmine-compare``'s ``reference``, else latest.json's):
+    report.json's ``changes.cases`` and, when the other run's answers cannot be read, None
+    and why. Never raises for a stored run it cannot read: the run's own reports come first."""
+    suite = report["suite"]["name"]
+    try:
+        found = (
+            resolve(reference, report_root, suite, rootdir)
+            if reference
+            else find_previous(report_root, suite)
+        )
+        if found is None or not (found.parent / "answers.jsonl").is_file():
+            return None, f"run {previous.get('run_id')} has no answers.jsonl to compare cases with"
+        before = StoredRun(found.parent)
+        return cross_run(RunSide(previous, before.records()), RunSide(report, records)), None
+    except (EvalmineError, OSError, ValueError, KeyError, TypeError) as exc:
+        return None, f"the cases of run {previous.get('run_id')} cannot be read: {exc}"
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -157,6 +196,8 @@ def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
         prices_pinned=cost["prices_pinned"],
         command=report["command"],
         task_hashes=report["suite"].get("task_hashes", {}),
+        task_content=report["suite"].get("task_content", {}),
+        model_builds=report.get("model_builds", {}),
         label_counts=report["suite"].get("label_counts", {}),
         headline=headline,
         judge_note=report.get("judge_note"),

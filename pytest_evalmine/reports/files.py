@@ -91,6 +91,7 @@ def render_markdown(summary: RunSummary) -> str:
         f"Suite `{summary.suite_file}`, sha256 `{summary.suite_hash}`.",
         f"Models: {', '.join(f'`{m}`' for m in summary.models)} (baseline first); "
         f"adapters: {summary.adapter_routing}.",
+        *([f"Builds: {summary.builds}."] if summary.builds else []),
         "",
     ]
     if summary.partial:

@@ -26,6 +26,14 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
+def percent(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def number(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
 def money(value: float) -> str:
     """Dollars with four decimals, six below a tenth of a cent (tiny runs cost fractions)."""
     return f"${value:.4f}" if value == 0 or abs(value) >= 0.001 else f"${value:.6f}"

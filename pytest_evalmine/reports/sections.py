@@ -18,8 +18,9 @@ from ..scoring.paired import ALL_PASS, SCORE
 from ..stats.estimators import Interval
 from ..stats.proportions import Proportion
 from .compare import routing_note
+from .cross_run import cross_run_lines
 from .labelling import label_next
-from .render import HEADERS, money, proportion_text, scorecard_rows
+from .render import HEADERS, money, number, percent, proportion_text, scorecard_rows
 from .scorecard import TaskScore
 from .summary import RunSummary, failure_reason
 
@@ -35,14 +36,6 @@ class Section:
     detail_lines: list[str] = field(default_factory=list)
     detail_tables: list[Table] = field(default_factory=list)
     footer: list[str] = field(default_factory=list)  # after the tables
-
-
-def percent(value: float | None) -> str:
-    return "-" if value is None else f"{100 * value:.1f}%"
-
-
-def number(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def flagged(rate: WinRate) -> str:
@@ -464,7 +457,7 @@ def changes_section(changes: dict[str, Any]) -> Section:
     else:
         suite = changes["suite_changes"]
         section.lines.append(
-            "the suite changed (different suite hash): no deltas. Tasks added: "
+            "the suite changed (different suite hash): no win-rate deltas. Tasks added: "
             f"{', '.join(suite['tasks_added']) or 'none'}; removed: "
             f"{', '.join(suite['tasks_removed']) or 'none'}; modified: "
             f"{', '.join(suite['tasks_modified']) or 'none'}; label counts changed: "
@@ -476,7 +469,18 @@ def changes_section(changes: dict[str, Any]) -> Section:
                 or "none"
             )
         )
+    _add_cases(section, changes)
     return section
+
+
+def _add_cases(section: Section, changes: dict[str, Any]) -> None:
+    """The case-by-case comparison with the other run (``changes.cases``), or why not."""
+    if changes.get("cases"):
+        lines, detail = cross_run_lines(changes["cases"])
+        section.lines += lines
+        section.detail_lines += detail
+    elif changes.get("cases_note"):
+        section.lines.append(f"case by case: {changes['cases_note']}")
 
 
 def _score_cell(row: TaskScore) -> str:

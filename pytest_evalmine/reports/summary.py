@@ -69,6 +69,25 @@ class RunSummary:
     # once by ``summarize``, so a copy made with ``dataclasses.replace`` keeps them.
     paired: list[ModelComparison] = field(default_factory=list)
     gate: GateResult | None = None
+    # Per task, the content hashes of what it asks and checks (``suite.task_content_hashes``),
+    # so a later run can say which tasks changed and in what.
+    task_content: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The weights behind each model string where the adapter recorded them (an Ollama
+    # model's digest): model -> {adapter, digest}; two builds of one model are told apart.
+    model_builds: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def builds(self) -> str | None:
+        """``MODEL digest D, ...`` for the models whose adapter recorded the weights
+        behind the name (``model_builds``), so two builds of one model are told apart."""
+        if not self.model_builds:
+            return None
+        shown = [
+            f"{model} digest {self.model_builds[model]['digest'][:19]}"
+            for model in self.models
+            if model in self.model_builds
+        ]
+        return ", ".join(shown)
 
     @property
     def regression_failures(self) -> list[AnswerRecord]:
@@ -190,9 +209,11 @@ class RunSummary:
                 "file": self.suite_file,
                 "hash": self.suite_hash,
                 "task_hashes": self.task_hashes,
+                "task_content": self.task_content,
                 "label_counts": self.label_counts,
             },
             "models": self.models,
+            "model_builds": self.model_builds,
             "baseline": self.models[0] if self.models else None,
             "models_hash": self.models_hash,
             "partial": self.partial,

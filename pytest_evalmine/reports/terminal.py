@@ -40,6 +40,7 @@ def terminal_lines(
         f"suite {summary.suite_name} (sha256 {summary.suite_hash[:12]}) run {summary.run_id}",
         f"models: {', '.join(summary.models)} (baseline first); adapters: "
         f"{summary.adapter_routing}",
+        *([f"builds: {summary.builds}"] if summary.builds else []),
     ]
     styled = [Line(text) for line in lines for text in fit(line, width)]
     if summary.partial:

@@ -5,6 +5,7 @@ checks); the statistic itself lives in ``stats.paired``."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -113,6 +114,19 @@ def shown_answer(record: AnswerRecord) -> Any:
     return text if len(text) <= EXAMPLE_CHARS else text[:EXAMPLE_CHARS] + "..."
 
 
+# (task, case) -> repeat index -> that repeat's answer, of one model in one run.
+Answers = dict[tuple[str, str], dict[int, AnswerRecord]]
+
+
+def answers_by_case(records: Sequence[AnswerRecord], model: str) -> Answers:
+    """One model's answers, by case and repeat."""
+    answers: Answers = {}
+    for r in records:
+        if r.model == model:
+            answers.setdefault((r.task, r.case), {})[r.repeat] = r
+    return answers
+
+
 def compare_models(
     records: Sequence[AnswerRecord],
     models: Sequence[str],
@@ -124,73 +138,108 @@ def compare_models(
     task, then on the checker score over ``scored_tasks`` (the tasks with checks) when the
     run has any of them."""
     baseline = models[0]
-    by_key: dict[tuple[str, str, str], dict[int, AnswerRecord]] = {}
-    for r in records:
-        by_key.setdefault((r.task, r.case, r.model), {})[r.repeat] = r
+    theirs = answers_by_case(records, baseline)
     cases = sorted({(r.task, r.case) for r in records})
     scored = sorted({(task, case) for task, case in cases if task in set(scored_tasks)})
     result = []
     for candidate in models[1:]:
-        result.append(
-            _compare(by_key, cases, baseline, candidate, ALL_PASS, all_pass_score, seed_text)
-        )
-        if scored:
+        mine = answers_by_case(records, candidate)
+        for metric, chosen in ((ALL_PASS, cases), (SCORE, scored)):
+            if metric == SCORE and not scored:
+                continue
             result.append(
-                _compare(by_key, scored, baseline, candidate, SCORE, checker_score, seed_text)
+                compare_answers(
+                    pair_answers(theirs, mine, chosen, METRIC_SCORES[metric]),
+                    metric,
+                    seed=seed_from(seed_text, "paired", candidate, metric),
+                    baseline=baseline,
+                    candidate=candidate,
+                )
             )
     return result
 
 
-def _compare(
-    by_key: dict[tuple[str, str, str], dict[int, AnswerRecord]],
+METRIC_SCORES: dict[str, Callable[[AnswerRecord], float | None]] = {
+    ALL_PASS: all_pass_score,
+    SCORE: checker_score,
+}
+
+
+@dataclass(frozen=True)
+class PairedAnswers:
+    """The cases of two sides paired by repeat index: each case's paired scores, the first
+    paired repeat's two answers (what examples show), and the cases with none left."""
+
+    cases: list[PairedCase]
+    first: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]]
+    excluded: list[tuple[str, str]]
+
+
+def pair_answers(
+    a: Answers,
+    b: Answers,
     cases: Sequence[tuple[str, str]],
-    baseline: str,
-    candidate: str,
-    metric: str,
     score: Callable[[AnswerRecord], float | None],
-    seed_text: str,
-) -> ModelComparison:
+) -> PairedAnswers:
     """A case's repeats are paired by repeat index; a repeat either side has no score for is
-    left out of the case, and a case with none left is excluded (counted)."""
+    left out of the case, and a case with none left is excluded."""
     paired: list[PairedCase] = []
-    answers: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]] = {}
-    excluded = 0
+    first: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]] = {}
+    excluded = []
     for task, case in cases:
-        mine = by_key.get((task, case, candidate), {})
-        theirs = by_key.get((task, case, baseline), {})
+        theirs, mine = a.get((task, case), {}), b.get((task, case), {})
         a_scores: list[float] = []
         b_scores: list[float] = []
         for repeat in sorted(set(mine) & set(theirs)):
-            a, b = score(theirs[repeat]), score(mine[repeat])
-            if a is not None and b is not None:
-                a_scores.append(a)
-                b_scores.append(b)
-                answers.setdefault((task, case), (theirs[repeat], mine[repeat]))
+            score_a, score_b = score(theirs[repeat]), score(mine[repeat])
+            if score_a is not None and score_b is not None:
+                a_scores.append(score_a)
+                b_scores.append(score_b)
+                first.setdefault((task, case), (theirs[repeat], mine[repeat]))
         if not a_scores:
-            excluded += 1
+            excluded.append((task, case))
             continue
         paired.append(PairedCase(task, case, tuple(a_scores), tuple(b_scores)))
-    comparison = compare_paired(
-        paired,
-        seed=seed_from(seed_text, "paired", candidate, metric),
-        with_mcnemar=metric == ALL_PASS,
-    )
+    return PairedAnswers(paired, first, excluded)
+
+
+def compare_answers(
+    paired: PairedAnswers,
+    metric: str,
+    *,
+    seed: int,
+    baseline: str,
+    candidate: str,
+    examples: int = EXAMPLES,
+    shown: Callable[[AnswerRecord], Any] = shown_answer,
+    floors: tuple[float | None, float | None] | None = None,
+) -> ModelComparison:
+    """B (``candidate``'s answers) against A (``baseline``'s) on ``metric`` over the paired
+    cases: the one paired comparison, whether the two sides are two models of one run or one
+    model in two runs (``reports.cross_run``). ``shown`` renders an example's answer;
+    ``floors`` replaces the noise floors of the paired repeats by each side's own (a run's
+    repeats measure its noise even when the other run has none to pair them with)."""
+    comparison = compare_paired(paired.cases, seed=seed, with_mcnemar=metric == ALL_PASS)
+    if floors is not None:
+        comparison = dataclasses.replace(comparison, floor_a=floors[0], floor_b=floors[1])
     return ModelComparison(
         baseline=baseline,
         candidate=candidate,
         metric=metric,
         comparison=comparison,
-        excluded=excluded,
-        worse=_examples(comparison.worse, answers),
-        better=_examples(comparison.better, answers),
+        excluded=len(paired.excluded),
+        worse=_examples(comparison.worse[:examples], paired.first, shown),
+        better=_examples(comparison.better[:examples], paired.first, shown),
     )
 
 
 def _examples(
-    chosen: Sequence[PairedCase], answers: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]]
+    chosen: Sequence[PairedCase],
+    first: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]],
+    show: Callable[[AnswerRecord], Any],
 ) -> list[Example]:
     shown = []
-    for case in chosen[:EXAMPLES]:
-        a, b = answers[(case.stratum, case.case)]
-        shown.append(Example(case.stratum, case.case, shown_answer(a), shown_answer(b)))
+    for case in chosen:
+        a, b = first[(case.stratum, case.case)]
+        shown.append(Example(case.stratum, case.case, show(a), show(b)))
     return shown

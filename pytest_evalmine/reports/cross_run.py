@@ -1,0 +1,583 @@
+"""One run against another, case by case (spec: "Compare"): each model of run A paired with a
+model of run B over the cases (task, case) both runs answered, even when the suite changed in
+between. The statistics are the in-run paired comparison's (``scoring.paired.compare_answers``
+over ``stats.paired``), fed with one model's answers from each run; this module adds what only
+two runs have: which tasks changed, which cases only one run has, how many parsed answers
+changed, each run's own noise floor and the win rates side by side.
+
+Works on report.json documents and answer records, so any two stored runs compare without a
+call; the dict it returns is report.json's ``changes.cases``."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import EvalmineError
+from ..judging.headline import DAGGER
+from ..run.records import AnswerRecord
+from ..scoring.checks import ANSWER_CHECKS
+from ..scoring.paired import (
+    ALL_PASS,
+    EXAMPLE_CHARS,
+    METRIC_SCORES,
+    METRIC_WORDS,
+    SCORE,
+    Answers,
+    ModelComparison,
+    PairedAnswers,
+    all_pass_score,
+    answers_by_case,
+    compare_answers,
+    pair_answers,
+)
+from ..stats.estimators import Interval, interval_dict, seed_from
+from ..stats.paired import noise_floor
+from ..stats.proportions import Proportion
+from ..stats.resample import Cluster, mean_interval
+from ..suite.content import TASK_CONTENT_FIELDS
+from .render import number, percent
+
+EXAMPLES = 5  # worse and better cases shown per comparison, each
+LISTED = 5  # cases only in one run named in the text (report.json lists them all)
+NO_FLOOR = (
+    "the noise floor is unknown: neither run has two repeats of a case "
+    "(--evalmine-repeat=2 or more in either run measures it)"
+)
+# Why a case of a model pair is not compared (report.json ``excluded``), in report words.
+EXCLUDED = {
+    "only_in_run_a": "only in run A",
+    "only_in_run_b": "only in run B",
+    "no_answer_in_a": "no answer in A (error, not run or replay miss)",
+    "no_answer_in_b": "no answer in B (error, not run or replay miss)",
+    "no_answer_in_either": "answered by neither",
+    "no_common_repeat": "no repeat answered in both runs",
+}
+
+
+@dataclass(frozen=True)
+class RunSide:
+    """One stored (or finishing) run: its report.json and its answer records."""
+
+    report: dict[str, Any]
+    records: Sequence[AnswerRecord]
+
+    @property
+    def run_id(self) -> str:
+        return str(self.report.get("run_id"))
+
+    @property
+    def models(self) -> list[str]:
+        return list(self.report.get("models") or dict.fromkeys(r.model for r in self.records))
+
+
+# what is compared ----------------------------------------------------------------------------
+def parsed_answer(record: AnswerRecord) -> Any:
+    """What the checks read from an answer: the first of the task's own checks that read a
+    value (``got``: the number, the letter, the fields), else the schema's parsed JSON, else
+    the text. Compared in full; shown clipped (``shown_answer``)."""
+    for check in record.checks:
+        if check.get("name") not in ANSWER_CHECKS and check.get("got") is not None:
+            return check["got"]
+    if record.parsed is not None:
+        return record.parsed
+    return record.text or ""
+
+
+def shown_answer(record: AnswerRecord) -> Any:
+    value = parsed_answer(record)
+    if isinstance(value, str) and len(value) > EXAMPLE_CHARS:
+        return value[:EXAMPLE_CHARS] + "..."
+    return value
+
+
+def model_pairs(
+    models_a: Sequence[str], models_b: Sequence[str], requested: Sequence[str] = ()
+) -> list[tuple[str, str]]:
+    """Which model of run A is compared with which of run B: every model both runs have (in
+    run A's order), or each ``--model`` entry: ``M`` (a model of both) or ``A=M1,B=M2`` (M1 of
+    run A against M2 of run B: another build, another tag)."""
+    if not requested:
+        return [(m, m) for m in models_a if m in models_b]
+    pairs = []
+    for entry in requested:
+        if "=" not in entry:
+            pair = (entry, entry)
+        else:
+            sides = dict(_side(part, entry) for part in entry.split(","))
+            if set(sides) != {"A", "B"}:
+                raise EvalmineError(f"--model {entry}: give both sides, A=MODEL,B=MODEL")
+            pair = (sides["A"], sides["B"])
+        for model, run, models in ((pair[0], "A", models_a), (pair[1], "B", models_b)):
+            if model not in models:
+                raise EvalmineError(
+                    f"--model {entry}: run {run} has no model {model!r} "
+                    f"(it has {', '.join(models) or 'none'})"
+                )
+        pairs.append(pair)
+    return list(dict.fromkeys(pairs))
+
+
+def _side(part: str, entry: str) -> tuple[str, str]:
+    side, _, model = part.partition("=")
+    if side.strip().upper() not in ("A", "B") or not model.strip():
+        raise EvalmineError(f"--model {entry}: {part!r} is not A=MODEL or B=MODEL")
+    return side.strip().upper(), model.strip()
+
+
+# the comparison ------------------------------------------------------------------------------
+def cross_run(a: RunSide, b: RunSide, requested: Sequence[str] = ()) -> dict[str, Any]:
+    """Run B against run A, case by case (report.json ``changes.cases``, spec "Compare")."""
+    pairs = model_pairs(a.models, b.models, requested)
+    cases_a = {(r.task, r.case) for r in a.records}
+    cases_b = {(r.task, r.case) for r in b.records}
+    result: dict[str, Any] = {
+        "run_a": a.run_id,
+        "run_b": b.run_id,
+        "tasks": task_changes(a.report, b.report),
+        "cases_only_in_a": [_case(c) for c in sorted(cases_a - cases_b)],
+        "cases_only_in_b": [_case(c) for c in sorted(cases_b - cases_a)],
+        "models": [_compare_models(a, b, model_a, model_b) for model_a, model_b in pairs],
+        "win_rates": _win_rates(a.report, b.report),
+        "note": None,
+    }
+    if not pairs:
+        result["note"] = (
+            f"the runs share no model (A: {', '.join(a.models) or 'none'}; B: "
+            f"{', '.join(b.models) or 'none'}): evalmine compare RUN_A RUN_B --model "
+            "A=MODEL,B=MODEL pairs two"
+        )
+    return result
+
+
+def _case(key: tuple[str, str]) -> dict[str, str]:
+    return {"task": key[0], "case": key[1]}
+
+
+def task_changes(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Tasks whose content hash differs, with the fields that changed; a run stored before
+    per-field hashes existed is compared by its whole-task hashes (cases included), fields
+    unknown (null)."""
+    content_a = (a.get("suite") or {}).get("task_content") or {}
+    content_b = (b.get("suite") or {}).get("task_content") or {}
+    by_field = bool(content_a) and bool(content_b)
+    if by_field:
+        now, before = content_b, content_a
+    else:
+        now = (b.get("suite") or {}).get("task_hashes") or {}
+        before = (a.get("suite") or {}).get("task_hashes") or {}
+    changed = []
+    for task in sorted(set(now) & set(before)):
+        if by_field and now[task]["hash"] != before[task]["hash"]:
+            fields = [f for f in TASK_CONTENT_FIELDS if now[task].get(f) != before[task].get(f)]
+            changed.append({"task": task, "fields": fields})
+        elif not by_field and now[task] != before[task]:
+            changed.append({"task": task, "fields": None})
+    return {
+        "compared_by": "task_content" if by_field else "task_hashes",
+        "changed": changed,
+        "only_in_a": sorted(set(before) - set(now)),
+        "only_in_b": sorted(set(now) - set(before)),
+    }
+
+
+def _compare_models(a: RunSide, b: RunSide, model_a: str, model_b: str) -> dict[str, Any]:
+    answers_a = answers_by_case(a.records, model_a)
+    answers_b = answers_by_case(b.records, model_b)
+    both = sorted(set(answers_a) & set(answers_b))
+    scored = set(a.report.get("scored_tasks") or ()) & set(b.report.get("scored_tasks") or ())
+    every_task = pair_answers(answers_a, answers_b, both, all_pass_score)
+    metrics = []
+    for metric, chosen in ((ALL_PASS, both), (SCORE, [c for c in both if c[0] in scored])):
+        if metric == SCORE and not chosen:
+            continue
+        paired = (
+            every_task
+            if metric == ALL_PASS
+            else pair_answers(answers_a, answers_b, chosen, METRIC_SCORES[metric])
+        )
+        # From what was compared, not the run ids (their tokens are random): two reruns of
+        # the same pair of suites reproduce every interval, as in-run comparisons do.
+        seed = seed_from(_suite_hash(a), _suite_hash(b), "cross_run", model_a, model_b, metric)
+        metrics.append(_metric(paired, metric, seed, answers_a, answers_b))
+    return {
+        "model_a": model_a,
+        "model_b": model_b,
+        "build_a": (a.report.get("model_builds") or {}).get(model_a),
+        "build_b": (b.report.get("model_builds") or {}).get(model_b),
+        "excluded": _excluded(answers_a, answers_b, every_task),
+        "changed_answers": _changed(every_task).to_dict(),
+        "changed_between_repeats": {
+            "a": _churn(answers_a, every_task),
+            "b": _churn(answers_b, every_task),
+        },
+        "metrics": metrics,
+    }
+
+
+def _suite_hash(side: RunSide) -> str:
+    return str((side.report.get("suite") or {}).get("hash"))
+
+
+def _metric(
+    paired: PairedAnswers, metric: str, seed: int, answers_a: Answers, answers_b: Answers
+) -> dict[str, Any]:
+    score = METRIC_SCORES[metric]
+    keys = [(c.stratum, c.case) for c in paired.cases]
+    # Each run's noise from its own repeats of the compared cases, paired or not.
+    floors = (_floor(answers_a, keys, score), _floor(answers_b, keys, score))
+    result = compare_answers(
+        paired,
+        metric,
+        seed=seed,
+        baseline="A",
+        candidate="B",
+        examples=EXAMPLES,
+        shown=shown_answer,
+        floors=floors,
+    )
+    c = result.comparison
+    side_scores = {
+        side: {
+            "mean": c.mean_a if side == "a" else c.mean_b,
+            "interval": interval_dict(_side_interval(paired, metric, seed, side)),
+        }
+        for side in ("a", "b")
+    }
+    stored = c.to_dict()
+    entry: dict[str, Any] = {
+        "metric": metric,
+        "cases": stored["cases"],
+        "observations": stored["observations"],
+        **side_scores,
+        "delta": c.delta,
+        "interval": stored["interval"],
+        "worse": stored["worse"],
+        "better": stored["better"],
+        "same": stored["same"],
+        "mcnemar": stored["mcnemar"],
+        "noise_floor": {"a": c.floor_a, "b": c.floor_b, "floor": c.noise_floor},
+        "excess": _excess(result),
+        "beyond_noise": c.beyond_noise,
+        "excluded_cases": result.excluded,
+        "worse_examples": [_example(e) for e in result.worse],
+        "better_examples": [_example(e) for e in result.better],
+    }
+    entry["verdict"] = verdict(entry)
+    return entry
+
+
+def _example(example: Any) -> dict[str, Any]:
+    return {
+        "task": example.task,
+        "case": example.case,
+        "a_answer": example.baseline_answer,
+        "b_answer": example.candidate_answer,
+    }
+
+
+def _floor(
+    answers: Answers, keys: Sequence[tuple[str, str]], score: Callable[[AnswerRecord], Any]
+) -> float | None:
+    repeats = []
+    for key in keys:
+        scores = [s for r in answers[key].values() if (s := score(r)) is not None]
+        repeats.append(scores)
+    return noise_floor(repeats)
+
+
+def _side_interval(paired: PairedAnswers, metric: str, seed: int, side: str) -> Interval | None:
+    """A side's score over the paired repeats: the (clustered) Wilson interval of its all-pass
+    rate, or the Bayesian bootstrap of its mean checker score (as the Scores section's)."""
+    sides = [(c.stratum, c.a if side == "a" else c.b) for c in paired.cases]
+    if metric == ALL_PASS:
+        clusters = tuple((round(sum(scores)), len(scores)) for _, scores in sides)
+        return Proportion(
+            sum(p for p, _ in clusters), sum(n for _, n in clusters), clusters
+        ).interval
+    return mean_interval(
+        [Cluster(stratum, sum(scores), len(scores)) for stratum, scores in sides],
+        low_end=0.0,
+        high_end=1.0,
+        seed=seed_from(str(seed), side),
+    )
+
+
+def _excess(result: ModelComparison) -> dict[str, Any] | None:
+    """How far the change goes past the noise floor, in the change's direction: |delta| -
+    floor, and the delta's interval (oriented the same way) moved by the floor. None without a
+    floor or a delta."""
+    c = result.comparison
+    floor = c.noise_floor
+    if floor is None or c.delta is None or c.interval is None:
+        return None
+    if c.delta < 0:
+        low, high = -c.interval.high - floor, -c.interval.low - floor
+        value = -c.delta - floor
+    else:
+        low, high = c.interval.low - floor, c.interval.high - floor
+        value = c.delta - floor
+    return {"value": value, "interval": {"low": low, "high": high}}
+
+
+def _changed(paired: PairedAnswers) -> Proportion:
+    """Cases whose parsed answer differs between the runs (first paired repeat of each)."""
+    changed = sum(
+        1
+        for c in paired.cases
+        if _same(*(parsed_answer(r) for r in paired.first[(c.stratum, c.case)])) is False
+    )
+    return Proportion(changed, len(paired.cases))
+
+
+def _churn(answers: Answers, paired: PairedAnswers) -> dict[str, Any] | None:
+    """Within one run, the share of compared cases whose parsed answer differs between its
+    first two answered repeats: how often the answer moves with no change at all. None when
+    no compared case has two."""
+    changed = n = 0
+    for c in paired.cases:
+        answered = [
+            r
+            for _, r in sorted(answers[(c.stratum, c.case)].items())
+            if all_pass_score(r) is not None
+        ]
+        if len(answered) >= 2:
+            n += 1
+            changed += _same(parsed_answer(answered[0]), parsed_answer(answered[1])) is False
+    return Proportion(changed, n).to_dict() if n else None
+
+
+def _same(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+
+
+def _excluded(answers_a: Answers, answers_b: Answers, paired: PairedAnswers) -> dict[str, int]:
+    reasons: Counter[str] = Counter()
+    reasons["only_in_run_a"] = len(set(answers_a) - set(answers_b))
+    reasons["only_in_run_b"] = len(set(answers_b) - set(answers_a))
+    for key in paired.excluded:
+        answered_a = any(all_pass_score(r) is not None for r in answers_a[key].values())
+        answered_b = any(all_pass_score(r) is not None for r in answers_b[key].values())
+        if not answered_a and not answered_b:
+            reasons["no_answer_in_either"] += 1
+        elif not answered_a:
+            reasons["no_answer_in_a"] += 1
+        elif not answered_b:
+            reasons["no_answer_in_b"] += 1
+        else:
+            reasons["no_common_repeat"] += 1
+    return {reason: reasons[reason] for reason in EXCLUDED if reasons[reason]}
+
+
+def _win_rates(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
+    """The judge's overall win rates of each (baseline, candidate) both runs judged."""
+
+    def rates(report: dict[str, Any]) -> dict[tuple[Any, str], dict[str, Any]]:
+        rows = (report.get("headline") or {}).get("win_rates") or []
+        return {(report.get("baseline"), row["candidate"]): row for row in rows}
+
+    def kept(row: dict[str, Any]) -> dict[str, Any]:
+        keys = ("win_rate", "interval", "n", "headline_eligible")
+        return {key: row.get(key) for key in keys}
+
+    before, now = rates(a), rates(b)
+    return [
+        {"baseline": key[0], "candidate": key[1], "a": kept(before[key]), "b": kept(now[key])}
+        for key in before
+        if key in now
+    ]
+
+
+# words ----------------------------------------------------------------------------------------
+def _pts(value: float, sign: bool = True) -> str:
+    return f"{100 * value:+.1f}" if sign else f"{100 * value:.1f}"
+
+
+def verdict(m: dict[str, Any]) -> str:
+    """One comparison in plain words, in points (spec: "Compare")."""
+    what = METRIC_WORDS[m["metric"]]
+    delta, interval = m.get("delta"), m.get("interval")
+    if delta is None or interval is None:
+        return f"B and A: no case answered by both runs on {what}"
+    low, high = interval["low"], interval["high"]
+    numbers = f"{_pts(delta)} points [{_pts(low)}, {_pts(high)}] over {m['cases']} cases"
+    counts = f"{m['worse']} worse, {m['better']} better"
+    floor, excess = m["noise_floor"]["floor"], m["excess"]
+    if low <= 0 <= high:
+        text = f"B cannot be told apart from A on {what}: {numbers}, an interval that includes 0"
+        clause = NO_FLOOR if floor is None else f"noise floor {_pts(floor, False)} points"
+    else:
+        text = f"B scores {'higher' if low > 0 else 'lower'} than A on {what}: {numbers}"
+        if floor is None:
+            clause = NO_FLOOR
+        elif m["beyond_noise"]:
+            clause = (
+                f"beyond the noise floor of {_pts(floor, False)} points by "
+                f"{_pts(excess['value'], False)} points [{_pts(excess['interval']['low'], False)}"
+                f", {_pts(excess['interval']['high'], False)}]"
+            )
+        else:
+            clause = f"within the noise floor of {_pts(floor, False)} points: not beyond noise"
+    return f"{text}; {counts}; {clause}"
+
+
+def _rate(stored: dict[str, Any] | None) -> str:
+    if not stored or stored.get("rate") is None:
+        return "-"
+    interval = stored.get("interval")
+    shown = f" [{percent(interval['low'])}, {percent(interval['high'])}]" if interval else ""
+    return f"{stored['successes']}/{stored['n']} {percent(stored['rate'])}{shown}"
+
+
+def _score(side: dict[str, Any], metric: str) -> str:
+    if side.get("mean") is None:
+        return "-"
+    interval = side.get("interval")
+    show = percent if metric == ALL_PASS else number
+    return show(side["mean"]) + (
+        f" [{show(interval['low'])}, {show(interval['high'])}]" if interval else ""
+    )
+
+
+def _build(build: dict[str, Any] | None) -> str:
+    return f" (digest {str(build['digest'])[:19]})" if build and build.get("digest") else ""
+
+
+def _answer(value: Any) -> str:
+    """A parsed answer on one line: text quoted, JSON as JSON, cut at 80 characters."""
+    if isinstance(value, str):
+        text = " ".join(value.split())
+        return json.dumps(text if len(text) <= 80 else text[:77] + "...", ensure_ascii=False)
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _named(cases: Sequence[dict[str, str]]) -> str:
+    names = ", ".join(f"{c['task']}/{c['case']}" for c in cases[:LISTED])
+    more = len(cases) - LISTED
+    return (names + (f" and {more} more" if more > 0 else "")) or "none"
+
+
+METRIC_LINES = {ALL_PASS: "all checks pass", SCORE: "checker score (tasks with checks)"}
+
+
+def cross_run_lines(data: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The comparison as text: (lines for the terminal and report.md, detail lines for
+    report.md and ``evalmine compare`` only: the examples and the cases named)."""
+    lines = [f"case by case: A = run {data['run_a']}, B = run {data['run_b']}"]
+    detail: list[str] = []
+    tasks = data["tasks"]
+    changed = [
+        t["task"] + (f" ({', '.join(t['fields'])})" if t["fields"] else "")
+        for t in tasks["changed"]
+    ]
+    lines.append(
+        f"tasks changed: {', '.join(changed) or 'none'}; only in A: "
+        f"{', '.join(tasks['only_in_a']) or 'none'}; only in B: "
+        f"{', '.join(tasks['only_in_b']) or 'none'}"
+        + (
+            ""
+            if tasks["compared_by"] == "task_content"
+            else " (by whole-task hash, cases included)"
+        )
+    )
+    only_a, only_b = data["cases_only_in_a"], data["cases_only_in_b"]
+    lines.append(f"cases only in A: {len(only_a)}; only in B: {len(only_b)}")
+    if only_a or only_b:
+        detail.append(f"cases only in A: {_named(only_a)}; only in B: {_named(only_b)}")
+    if data.get("note"):
+        lines.append(data["note"])
+    for pair in data["models"]:
+        lines.append(
+            f"A {pair['model_a']}{_build(pair['build_a'])} -> "
+            f"B {pair['model_b']}{_build(pair['build_b'])}:"
+        )
+        for m in pair["metrics"]:
+            lines.append(_numbers(m))
+            lines.append(f"verdict: {m['verdict']}")
+            for label in ("worse", "better"):
+                for e in m[f"{label}_examples"]:
+                    detail.append(
+                        f"{label} ({m['metric']}): {e['task']}/{e['case']}: "
+                        f"{_answer(e['a_answer'])} -> {_answer(e['b_answer'])}"
+                    )
+        churn = pair["changed_between_repeats"]
+        repeats = (
+            f"; between a run's own repeats: A {_rate(churn['a'])}, B {_rate(churn['b'])}"
+            if churn["a"] or churn["b"]
+            else ""
+        )
+        lines.append(f"parsed answer changed: {_rate(pair['changed_answers'])} of cases{repeats}")
+        if pair["excluded"]:
+            lines.append(
+                "left out: " + ", ".join(f"{EXCLUDED[r]} {n}" for r, n in pair["excluded"].items())
+            )
+    for row in data["win_rates"]:
+        lines.append(
+            f"win rate of {row['candidate']} over {row['baseline']} (judge): A "
+            f"{_win_rate(row['a'])}, B {_win_rate(row['b'])}"
+        )
+    return lines, detail
+
+
+def _numbers(m: dict[str, Any]) -> str:
+    what = METRIC_LINES[m["metric"]]
+    if m.get("delta") is None or m.get("interval") is None:
+        return f"{what}: no case answered by both runs"
+    interval = m["interval"]
+    mcnemar = m.get("mcnemar")
+    tested = (
+        f"; McNemar exact p {mcnemar['p_value']:.3g}, mid-p {mcnemar['mid_p_value']:.3g}"
+        if mcnemar
+        else ""
+    )
+    floor = m["noise_floor"]
+    floors = (
+        "noise floor unknown"
+        if floor["floor"] is None
+        else f"noise floor {_pts(floor['floor'], False)} pts (A {_floor_text(floor['a'])}, "
+        f"B {_floor_text(floor['b'])})"
+    )
+    return (
+        f"{what}: A {_score(m['a'], m['metric'])}, B {_score(m['b'], m['metric'])}; delta "
+        f"{_pts(m['delta'])} pts [{_pts(interval['low'])}, {_pts(interval['high'])}] over "
+        f"{m['cases']} cases; worse {m['worse']}, better {m['better']}, same {m['same']}"
+        f"{tested}; {floors}"
+    )
+
+
+def _floor_text(value: float | None) -> str:
+    return "-" if value is None else _pts(value, False)
+
+
+def _win_rate(side: dict[str, Any]) -> str:
+    if side.get("win_rate") is None:
+        return "-"
+    interval = side.get("interval")
+    shown = f" [{percent(interval['low'])}, {percent(interval['high'])}]" if interval else ""
+    text = f"{percent(side['win_rate'])}{shown} (n={side.get('n')})"
+    return text if side.get("headline_eligible") else f"{text}{DAGGER} UNCALIBRATED"
+
+
+def recorded_builds(
+    models: Sequence[str], adapter_for: Callable[[str], Any]
+) -> dict[str, dict[str, str]]:
+    """The weights behind each model string, where its adapter recorded them while preparing
+    (the ``{"digests": {name: digest}}`` state an Ollama adapter keeps, spec "Cache database"):
+    model -> ``{adapter, digest}``, so two builds (``llama3.1:8b`` and ``llama3.1:8b-q2_K``,
+    or one tag pulled again) are told apart in the report. Models without one are left out."""
+    builds = {}
+    for model in models:
+        try:
+            adapter = adapter_for(model)
+        except EvalmineError:  # a provider only a user's own registry serves
+            continue
+        state = getattr(adapter, "prepared_state", lambda: None)() or {}
+        digests = state.get("digests") if isinstance(state, dict) else None
+        name = model.split("/", 1)[1] if "/" in model else model
+        if isinstance(digests, dict) and isinstance(digests.get(name), str):
+            builds[model] = {"adapter": str(adapter.name), "digest": digests[name]}
+    return builds
