@@ -77,6 +77,7 @@ def evalmine_marker(spec: ItemSpec) -> pytest.MarkDecorator:
         kind=spec.task.kind,
         model=spec.model,
         provider=spec.model.split("/", 1)[0],
+        variant=spec.variant,
     )
 
 
@@ -108,8 +109,8 @@ class ItemAnswer:
             return
         # The failure text reaches the terminal, junit.xml and the pytest-html page: an
         # expected value quoted from the case's gold may hold a loaded key.
-            pytest.fail(redact(f"{record.outcome}: {record.error}"), pytrace=False)
         if record.error:
+            pytest.fail(redact(f"{record.outcome}: {record.error}"), pytrace=False)
         pytest.fail(redact(failure_text(record)), pytrace=False)
 
 

@@ -116,7 +116,8 @@ class Option:
 OPTIONS: tuple[Option, ...] = (
     Option(
         "models",
-        "comma-separated model strings (provider/model); the first is the baseline",
+        "comma-separated model strings (provider/model, or provider/model@VARIANT for one of the "
+        "suite's variants); the first is the baseline",
         metavar="M1,M2",
     ),
     Option("baseline", "the baseline model when it is not the first of the list", metavar="MODEL"),

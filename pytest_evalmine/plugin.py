@@ -70,7 +70,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(HtmlHooks(config, FINISHED_KEY), "evalmine-html")
     config.addinivalue_line(
         "markers",
-        "evalmine(suite, task, kind, model, provider): a suite item; select with e.g. "
+        "evalmine(suite, task, kind, model, provider, variant): a suite item; select with e.g. "
         "-m \"evalmine(kind='classify')\" or -m \"evalmine(model='fake/a')\"",
     )
 

@@ -18,6 +18,7 @@ from typing import Any
 from ..redaction import redact
 from .base import (
     SCHEMA_NATIVE,
+    SCHEMA_PROMPTED,
     AdapterError,
     Request,
     Response,
@@ -30,6 +31,7 @@ from .http import (
     error_from_status,
     error_message,
     post_json,
+    schema_instruction,
 )
 
 API_VERSION = "2023-06-01"
@@ -146,23 +148,28 @@ class AnthropicAdapter:
         api_key_from_env(self.api_key_env, self.name)
 
     def schema_mode(self, request: Request) -> str | None:
-        return SCHEMA_NATIVE if request.schema is not None else None
+        if request.schema is None:
+            return None
+        return SCHEMA_PROMPTED if request.asks_prompted else SCHEMA_NATIVE
 
     async def aclose(self) -> None:
         await self._clients.aclose()
 
     def build_body(self, request: Request) -> dict[str, Any]:
+        prompt = request.prompt
+        if request.asks_prompted:
+            prompt += schema_instruction(request.schema)
         body: dict[str, Any] = {
             "model": request.model_name,
             "max_tokens": request.max_tokens,
-            "messages": [{"role": "user", "content": request.prompt}],
+            "messages": [{"role": "user", "content": prompt}],
         }
         if request.system:
             body["system"] = request.system
         if request.stop:
             body["stop_sequences"] = list(request.stop)
         body.update(sampling_params(request.model_name, request.temperature, request.top_p))
-        if request.schema is not None:
+        if self.schema_mode(request) == SCHEMA_NATIVE:
             body["output_config"] = {
                 "format": {"type": "json_schema", "schema": transform_schema(request.schema)}
             }

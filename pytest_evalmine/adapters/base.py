@@ -43,10 +43,19 @@ class Request:
     schema: dict[str, Any] | None = None
     timeout_s: float = 60.0
     repeat: int = 0
+    # "prompted" asks the adapter to put the schema in the prompt instead of sending it as
+    # native structured output (a variant's ``schema_mode``); None leaves the choice to the
+    # adapter. Not a key field itself: the mode the adapter decides enters the cache key.
+    schema_mode: str | None = None
     # For adapters that evaluate an application (task, case, vars) or script a test judge.
     # Not part of the cache key: an adapter whose answer depends on it must say so through
     # ``key_extra``.
     context: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+
+    @property
+    def asks_prompted(self) -> bool:
+        """Whether the request has a schema and asks for it in the prompt."""
+        return self.schema is not None and self.schema_mode == SCHEMA_PROMPTED
 
     @property
     def provider(self) -> str:

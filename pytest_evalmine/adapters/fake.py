@@ -19,6 +19,7 @@ from ..options import parse_number
 from ..suite.canonical import sha256_hex
 from .base import (
     SCHEMA_NATIVE,
+    SCHEMA_PROMPTED,
     TEMPLATE_OVERHEAD_TOKENS,
     AdapterError,
     Request,
@@ -167,7 +168,11 @@ class FakeAdapter:
         self.calls = 0
 
     def schema_mode(self, request: Request) -> str | None:
-        return SCHEMA_NATIVE if request.schema is not None else None
+        # Asked for the schema in the prompt, the fake follows it all the same: its answers
+        # are a function of the request's key fields, which the mode is not among.
+        if request.schema is None:
+            return None
+        return SCHEMA_PROMPTED if request.asks_prompted else SCHEMA_NATIVE
 
     async def aclose(self) -> None:
         return None

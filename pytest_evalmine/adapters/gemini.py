@@ -424,6 +424,8 @@ class GeminiAdapter:
     def schema_mode(self, request: Request) -> str | None:
         if request.schema is None:
             return None
+        if request.asks_prompted:
+            return SCHEMA_PROMPTED
         translated, _ = _translation(request.schema)
         return SCHEMA_NATIVE if translated is not None else SCHEMA_PROMPTED
 
@@ -450,7 +452,7 @@ class GeminiAdapter:
         if request.schema is not None:
             config["responseMimeType"] = "application/json"
             translated, _ = _translation(request.schema)
-            if translated is not None:
+            if translated is not None and not request.asks_prompted:
                 config["responseSchema"] = translated
             else:
                 prompt = prompted_text(prompt, request.schema)

@@ -15,6 +15,7 @@ from typing import Any
 
 from .base import (
     SCHEMA_NATIVE,
+    SCHEMA_PROMPTED,
     TEMPLATE_OVERHEAD_TOKENS,
     AdapterError,
     Request,
@@ -22,7 +23,14 @@ from .base import (
     Usage,
     estimate_tokens,
 )
-from .http import ClientHolder, error_from_status, error_message, get_json, post_json
+from .http import (
+    ClientHolder,
+    error_from_status,
+    error_message,
+    get_json,
+    post_json,
+    schema_instruction,
+)
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 PREPARE_TIMEOUT_S = 30.0
@@ -48,7 +56,9 @@ class OllamaAdapter:
         self._clients = ClientHolder(self.base_url)
 
     def schema_mode(self, request: Request) -> str | None:
-        return SCHEMA_NATIVE if request.schema is not None else None
+        if request.schema is None:
+            return None
+        return SCHEMA_PROMPTED if request.asks_prompted else SCHEMA_NATIVE
 
     # -- planning ------------------------------------------------------------------------------
 
@@ -108,7 +118,10 @@ class OllamaAdapter:
         messages = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
-        messages.append({"role": "user", "content": request.prompt})
+        prompt = request.prompt
+        if request.asks_prompted:
+            prompt += schema_instruction(request.schema)
+        messages.append({"role": "user", "content": prompt})
         options: dict[str, Any] = {"num_predict": request.max_tokens}
         if request.temperature is not None:
             options["temperature"] = request.temperature
@@ -128,7 +141,7 @@ class OllamaAdapter:
         }
         if self.think is not None:
             body["think"] = self.think
-        if request.schema is not None:
+        if self.schema_mode(request) == SCHEMA_NATIVE:
             body["format"] = request.schema
         return body
 

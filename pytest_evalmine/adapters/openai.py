@@ -185,6 +185,8 @@ class OpenAIAdapter:
     def schema_mode(self, request: Request) -> str | None:
         if request.schema is None:
             return None
+        if request.asks_prompted:
+            return SCHEMA_PROMPTED
         return SCHEMA_NATIVE if self.native_schema else SCHEMA_PROMPTED
 
     async def aclose(self) -> None:

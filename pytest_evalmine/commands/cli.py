@@ -179,7 +179,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
         judge = f"judge {done.judge}" if done.judge else "no judge"
         models = ", ".join(done.models)
         items = counted(done.items, "item")
-        print(f"ok {done.path}: suite {done.suite}, {items}, {models}; {judge}")
+        variants = f"; variants {', '.join(done.variants)}" if done.variants else ""
+        print(f"ok {done.path}: suite {done.suite}, {items}, {models}; {judge}{variants}")
     return worst
 
 
@@ -191,7 +192,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
     rows = list(table.rows)
     if args.suite:
         suite = session.load(args.rootdir / args.suite)
-        wanted = [*session.models_for(suite)]
+        wanted = [suite.contender(model)[0] for model in session.models_for(suite)]
         if judge := session.judge_model_for(suite):
             wanted.append(judge)
         rows = []

@@ -72,16 +72,19 @@ class Validated:
     items: int
     models: list[str]
     judge: str | None
+    variants: list[str] = field(default_factory=list)
 
 
 def validate(session: EvalSession, path: Path) -> Validated:
-    """Load (every file read, every prompt rendered) and price every model of the run and
-    the judge, as a run would before spending. Raises ``SuiteError`` or ``PriceError``."""
+    """Load (every file read, every prompt rendered, each variant's too) and price every
+    model of the run (a contender ``MODEL@VARIANT`` as its model) and the judge, as a run
+    would before spending. Raises ``SuiteError`` or ``PriceError``."""
     suite = session.load(path)
     specs = session.specs_for(suite)
     models = session.models_for(suite)
     judge = session.judge_model_for(suite)
-    for model in [*models, *([judge] if judge else [])]:
+    session.check_suffixes(suite, session.prices.lookup)
+    for model in [*(suite.contender(m)[0] for m in models), *([judge] if judge else [])]:
         session.prices.lookup(model)
     return Validated(
         path=relative_to(path, session.rootdir),
@@ -89,4 +92,5 @@ def validate(session: EvalSession, path: Path) -> Validated:
         items=len(specs),
         models=models,
         judge=judge,
+        variants=list(suite.variant_names),
     )

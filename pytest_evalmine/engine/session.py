@@ -17,7 +17,7 @@ from typing import Any
 from ..adapters.base import CHARS_PER_TOKEN, Request, set_max_response_mb
 from ..adapters.builtin import default_registry
 from ..adapters.registry import AdapterRegistry
-from ..errors import EvalmineError, RefusedError
+from ..errors import EvalmineError, PriceError, RefusedError
 from ..judging.criteria import criterion_request
 from ..judging.judge import judge_request, judge_text_chars
 from ..judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
@@ -54,28 +54,43 @@ from ..run.store import Store
 from ..scoring.checkers import BUILTIN, CheckerInfo, UserCheckError, user_checker
 from ..scoring.item import EXEC, score_answer, validate_checks
 from ..suite.canonical import sha256_hex
-from ..suite.loader import Case, Suite, Task, load_suite, model_problem
+from ..suite.loader import Case, Params, Suite, Task, load_suite, model_problem
+from ..suite.variants import suffix_problem, undeclared_suffix
 
 
 @dataclass(frozen=True)
 class ItemSpec:
-    """One collected item: a task's case asked of one model."""
+    """One collected item: a task's case asked of one contender, a model or a model with
+    one of the suite's variants (``MODEL@VARIANT``, spec "Variants"). The run keys answers,
+    pairs, labels and reports by the contender string ``model``; the adapter and the price
+    see ``base_model``."""
 
     suite: Suite
     task: Task
     case: Case
     model: str
     repeat: int = 0
+    variant: str | None = None
 
     @property
     def name(self) -> str:
         return f"{self.case.id}[{with_repeat(self.model, self.repeat)}]"
 
+    @property
+    def base_model(self) -> str:
+        """The model string without the variant: what the adapter is asked, priced as."""
+        return self.model.removesuffix(f"@{self.variant}") if self.variant else self.model
+
+    @property
+    def params(self) -> Params:
+        """The task's parameters, or its variant's."""
+        return self.task.variants[self.variant].params if self.variant else self.task.params
+
     def request(self) -> Request:
-        rendered = self.suite.render(self.task, self.case)
-        params = self.task.params
+        rendered = self.suite.render(self.task, self.case, self.variant)
+        params = self.params
         return Request(
-            model=self.model,
+            model=self.base_model,
             prompt=rendered.prompt,
             system=rendered.system,
             max_tokens=params.max_tokens,
@@ -85,6 +100,7 @@ class ItemSpec:
             schema=self.task.schema,
             timeout_s=params.timeout_s,
             repeat=self.repeat,
+            schema_mode=self.task.variants[self.variant].schema_mode if self.variant else None,
             context={
                 "purpose": "answer",
                 "suite": self.suite.name,
@@ -92,6 +108,7 @@ class ItemSpec:
                 "case": self.case.id,
                 "vars": dict(self.case.vars),
                 "repeat": self.repeat,
+                "variant": self.variant,
             },
         )
 
@@ -277,7 +294,8 @@ class EvalSession:
         return recording_path(setting, suite.path, suite.name, self.rootdir)
 
     def models_for(self, suite: Suite) -> list[str]:
-        """Option models, else the suite's; ``--evalmine-baseline`` moves one to the front."""
+        """Option models, else the suite's; ``--evalmine-baseline`` moves one to the front.
+        An entry may be ``MODEL@VARIANT`` (a contender) for a variant every task has."""
         models = (
             [m.strip() for m in self.settings.models.split(",") if m.strip()]
             if self.settings.models
@@ -290,7 +308,7 @@ class EvalSession:
         if len(set(models)) != len(models):
             raise EvalmineError(f"model list names a model twice: {', '.join(models)}")
         for model in models:
-            problem = model_problem(model)
+            problem = model_problem(suite.contender(model)[0]) or suite.variant_problem(model)
             if problem is not None:
                 raise EvalmineError(f"--evalmine-models: {problem}")
         baseline = self.settings.baseline
@@ -309,15 +327,30 @@ class EvalSession:
     def specs_for(self, suite: Suite) -> list[ItemSpec]:
         """Items in file order of tasks and cases (the first ``--evalmine-limit`` of each
         task), then model order, then repeat (deterministic for xdist)."""
-        models = self.models_for(suite)
+        contenders = [(model, suite.contender(model)[1]) for model in self.models_for(suite)]
         limit = self.settings.limit
         return [
-            ItemSpec(suite, task, case, model, repeat)
+            ItemSpec(suite, task, case, model, repeat, variant)
             for task in suite.tasks
             for case in (task.cases[:limit] if limit else task.cases)
-            for model in models
+            for model, variant in contenders
             for repeat in range(self.settings.repeat)
         ]
+
+    def check_suffixes(self, suite: Suite, price_for: Callable[[str], Any]) -> None:
+        """A model string ending in ``@SUFFIX`` whose suffix is not one of the suite's
+        variants must be a model of its own (``gw/claude-sonnet-4@20250514``): one whose
+        price (``price_for``, as planning resolves it) is found nowhere is refused naming the
+        suite's variants, the suffix may have been meant as one."""
+        for model in self.models_for(suite):
+            if undeclared_suffix(model, suite.variant_names) is None:
+                continue
+            try:
+                price_for(model)
+            except EvalmineError as exc:
+                problem = suffix_problem(model, suite.variant_names, str(exc))
+                kind = PriceError if isinstance(exc, PriceError) else EvalmineError
+                raise kind(problem) from None
 
     def resolve_cap(self) -> float:
         if self.cap_usd is None:
@@ -380,8 +413,10 @@ class EvalSession:
                 if (model := self.judge_model_for(suite))
                 and (len(self.models_for(suite)) > 1 or has_criteria(suite))
             ]
+            for suite in suites:
+                self.check_suffixes(suite, dispatcher.price_for)
             # Every missing key of the run in one line, answers and judge alike.
-            missing = dispatcher.unready(spec.model for spec in specs)
+            missing = dispatcher.unready(spec.base_model for spec in specs)
             missing += judging_dispatcher.unready(judges)
             if missing:
                 raise EvalmineError("; ".join(dict.fromkeys(missing)))
@@ -443,7 +478,7 @@ class EvalSession:
             if hit is not None:
                 answers[key] = (hit.response.text, len(hit.response.text))
             else:
-                answers[key] = (None, CHARS_PER_TOKEN * spec.task.params.max_tokens)
+                answers[key] = (None, CHARS_PER_TOKEN * spec.params.max_tokens)
         orders = (BASELINE_FIRST, CANDIDATE_FIRST)
         buildable: list[Request] = []
         estimate = Estimate(0, 0, 0, 0.0, 0.0)

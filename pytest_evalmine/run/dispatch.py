@@ -275,6 +275,13 @@ class Dispatcher:
         for request in requests:
             adapter = self._adapter(request.model)
             price = self._price(adapter, request.model)
+            if request.asks_prompted and adapter.schema_mode(request) != SCHEMA_PROMPTED:
+                # Sent natively, the answer would be filed as prompted: refused, not mislabelled.
+                raise EvalmineError(
+                    f"adapter {adapter.name!r} (model {request.model!r}) does not put the schema "
+                    "in the prompt when a request asks for schema_mode 'prompted' (a variant's "
+                    "schema_mode): its schema_mode(request) must return 'prompted' for it"
+                )
             resolved.append((request, adapter, price))
             adapters.setdefault(id(adapter), (adapter, set()))[1].add(request.model)
         for adapter, _models in adapters.values():
@@ -287,6 +294,11 @@ class Dispatcher:
             Planned(request, cache_key(adapter, request), adapter, price)
             for request, adapter, price in resolved
         ]
+
+    def price_for(self, model: str) -> PriceRow:
+        """The price row ``model`` is charged at, as planning resolves it (its adapter's
+        declared cost, else the price table); ``EvalmineError`` when it resolves nowhere."""
+        return self._price(self._adapter(model), model)
 
     def _adapter(self, model: str) -> Adapter:
         try:

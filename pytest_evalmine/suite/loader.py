@@ -7,11 +7,12 @@ problem found is reported at once, one line each, sorted by file and path.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
@@ -38,6 +39,7 @@ from .reading import (
 )
 from .refs import SchemaRefs, collect_refs
 from .template import Template, parse_template
+from .variants import missing_variant_problem, split_contender
 
 SUITE_VERSION = 1
 RUN_CHOICES = ("models", "limits", "endpoints", "gate")
@@ -159,6 +161,22 @@ class Criterion:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """A named variant as it applies to one task (spec: "Variants"): the task's prompt, system
+    prompt, parameters and schema mode with the variant's overrides applied."""
+
+    name: str
+    where: str  # the declaration's path in the suite (the suite's variants or the task's)
+    prompt: str
+    system: str | None
+    params: Params
+    # "prompted": the schema goes in the prompt instead of native structured output.
+    schema_mode: str | None = None
+    prompt_template: Template | None = field(default=None, repr=False, compare=False)
+    system_template: Template | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True)
 class Task:
     id: str
     kind: str
@@ -176,6 +194,9 @@ class Task:
     checks: tuple[CheckSpec, ...] = ()
     regression: bool = False
     judges: tuple[Criterion, ...] = ()
+    # The variants this task can be asked with: the suite's, then the task's own (which
+    # replace a suite variant of the same name), by name.
+    variants: dict[str, Variant] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True)
@@ -240,6 +261,21 @@ class Suite:
     # How messages and reports name the file: relative to the rootdir when inside it.
     shown: str = ""
     criterion_labels: tuple[CriterionLabel, ...] = ()
+    # Every declared variant name: the suite's, then the tasks' own, in file order.
+    variant_names: tuple[str, ...] = ()
+
+    def contender(self, entry: str) -> tuple[str, str | None]:
+        """``(model, variant)`` of a model list entry, ``MODEL`` or ``MODEL@VARIANT``."""
+        return split_contender(entry, self.variant_names)
+
+    def variant_problem(self, entry: str) -> str | None:
+        """Why the model list entry ``entry`` cannot be asked every task (its variant is
+        declared on some tasks only), or None."""
+        _model, variant = self.contender(entry)
+        if variant is None:
+            return None
+        without = [task.id for task in self.tasks if variant not in task.variants]
+        return missing_variant_problem(entry, variant, without) if without else None
 
     def task(self, task_id: str) -> Task:
         for task in self.tasks:
@@ -256,9 +292,11 @@ class Suite:
     def _cases(self) -> dict[tuple[str, str], Case]:
         return {(task.id, case.id): case for task in self.tasks for case in task.cases}
 
-    def render(self, task: Task, case: Case) -> Rendered:
-        prompt = task.prompt_template or parse_template(task.prompt)
-        system = task.system_template or (parse_template(task.system) if task.system else None)
+    def render(self, task: Task, case: Case, variant: str | None = None) -> Rendered:
+        """The task's prompts for ``case``, or those of its variant ``variant``."""
+        asked: Task | Variant = task.variants[variant] if variant else task
+        prompt = asked.prompt_template or parse_template(asked.prompt)
+        system = asked.system_template or (parse_template(asked.system) if asked.system else None)
         return Rendered(
             system=system.render(case.vars) if system is not None else None,
             prompt=prompt.render(case.vars),
@@ -719,6 +757,105 @@ def _template(text: str, shown: str, where: str, problems: Problems) -> Template
         return None
 
 
+def _params(merged: dict[str, Any]) -> Params:
+    """The parameters of a merged params mapping (defaults, task, variant), defaults filled in."""
+    return Params(
+        max_tokens=int(merged.get("max_tokens", DEFAULT_MAX_TOKENS)),
+        timeout_s=float(merged.get("timeout_s", DEFAULT_TIMEOUT_S)),
+        temperature=merged.get("temperature"),
+        top_p=merged.get("top_p"),
+        stop=tuple(merged.get("stop", ())),
+    )
+
+
+_TaskTemplates = tuple[Template | None, Template | None]
+
+
+def _task_variants(
+    suite_variants: dict[str, Any],
+    raw: dict[str, Any],
+    where: str,
+    merged: dict[str, Any],
+    templates: _TaskTemplates,
+    shown: str,
+    problems: Problems,
+) -> dict[str, Variant]:
+    """The variants a task can be asked with: the suite's, then its own (a task's variant
+    replaces the suite's of the same name, it is not merged with it). Each overrides what it
+    names and keeps the rest of the task: its ``params`` key by key over the task's."""
+    declared = {name: (spec, f"$.variants.{name}") for name, spec in suite_variants.items()}
+    declared |= {
+        name: (spec, f"{where}.variants.{name}") for name, spec in raw.get("variants", {}).items()
+    }
+    prompt_template, system_template = templates
+    variants: dict[str, Variant] = {}
+    for name, (spec, at) in declared.items():
+        own = spec.get("params", {})
+        if "system" in spec and "system" in own:
+            problems.add(shown, f"{at}.system", "set both here and in params.system; keep one")
+        variant = Variant(
+            name=name,
+            where=at,
+            prompt=spec.get("prompt", raw["prompt"]),
+            system=spec.get("system", own.get("system", merged["system"])),
+            params=_params({**merged, **own}),
+            schema_mode=spec.get("schema_mode"),
+            prompt_template=(
+                _template(spec["prompt"], shown, f"{at}.prompt", problems)
+                if "prompt" in spec
+                else prompt_template
+            ),
+        )
+        if "system" in spec or "system" in own:
+            system_at = f"{at}.system" if "system" in spec else f"{at}.params.system"
+            system = (
+                _template(variant.system, shown, system_at, problems) if variant.system else None
+            )
+        else:
+            system = system_template
+        variants[name] = dataclasses.replace(variant, system_template=system)
+    return variants
+
+
+def _variant_placeholders(
+    variants: Iterable[Variant], prompt: Template | None, system: Template | None
+) -> list[tuple[str, str]]:
+    """The placeholders of the variants' own prompts, each with where it is, for the check
+    that every case has their variables (a prompt the variant keeps was checked already)."""
+    names: list[tuple[str, str]] = []
+    for variant in variants:
+        if variant.prompt_template is not None and variant.prompt_template is not prompt:
+            place = f"prompt of variant {quoted(variant.name)}"
+            names += [(name, place) for name in variant.prompt_template.names]
+        if variant.system_template is not None and variant.system_template is not system:
+            place = f"system prompt of variant {quoted(variant.name)}"
+            names += [(name, place) for name in variant.system_template.names]
+    return names
+
+
+def _declared_variants(document: dict[str, Any]) -> tuple[str, ...]:
+    """Every variant name: the suite's, then each task's own, in file order."""
+    names = list(document.get("variants", {}))
+    for raw in document["tasks"]:
+        names += [name for name in raw.get("variants", {}) if name not in names]
+    return tuple(names)
+
+
+def _refuse_missing_variants(
+    models: Any, names: tuple[str, ...], tasks: list[Task], shown: str, problems: Problems
+) -> None:
+    """A ``MODEL@VARIANT`` in the suite's models whose variant some task does not declare."""
+    for index, entry in enumerate(models):
+        _model, variant = split_contender(entry, names)
+        if variant is None:
+            continue
+        without = [task.id for task in tasks if variant not in task.variants]
+        if without:
+            problems.add(
+                shown, f"$.models[{index}]", missing_variant_problem(entry, variant, without)
+            )
+
+
 def _build(
     document: dict[str, Any], path: Path, shown: str, sources: _Sources, problems: Problems
 ) -> Suite:
@@ -732,19 +869,27 @@ def _build(
         seen_tasks.add(raw["id"])
         merged, system_where = _params_of(defaults, raw, where, shown, problems)
         system = merged["system"]
-        params = Params(
-            max_tokens=int(merged.get("max_tokens", DEFAULT_MAX_TOKENS)),
-            timeout_s=float(merged.get("timeout_s", DEFAULT_TIMEOUT_S)),
-            temperature=merged.get("temperature"),
-            top_p=merged.get("top_p"),
-            stop=tuple(merged.get("stop", ())),
-        )
+        params = _params(merged)
         prompt_template = _template(raw["prompt"], shown, f"{where}.prompt", problems)
         system_template = (
             _template(system, shown, system_where or where, problems) if system else None
         )
+        variants = _task_variants(
+            document.get("variants", {}),
+            raw,
+            where,
+            merged,
+            (prompt_template, system_template),
+            shown,
+            problems,
+        )
         cases = _build_cases(
-            raw, sources.cases.get(index, []), prompt_template, system_template, problems
+            raw,
+            sources.cases.get(index, []),
+            prompt_template,
+            system_template,
+            problems,
+            _variant_placeholders(variants.values(), prompt_template, system_template),
         )
         tasks.append(
             Task(
@@ -766,9 +911,12 @@ def _build(
                 ),
                 regression=bool(raw.get("regression", False)),
                 judges=_judges(raw.get("judges", ()), shown, where, problems),
+                variants=variants,
             )
         )
     _refuse_repeated_models(document.get("models", ()), shown, problems)
+    variant_names = _declared_variants(document)
+    _refuse_missing_variants(document.get("models", ()), variant_names, tasks, shown, problems)
     judge_raw = document.get("judge", {})
     calibration = judge_raw.get("calibration", {})
     criteria = judge_raw.get("criteria", {})
@@ -808,6 +956,7 @@ def _build(
         ),
         gate=_gate(document.get("gate"), shown, problems),
         shown=shown,
+        variant_names=variant_names,
     )
 
 
@@ -845,11 +994,14 @@ def _build_cases(
     prompt: Template | None,
     system: Template | None,
     problems: Problems,
+    also: Sequence[tuple[str, str]] = (),
 ) -> list[Case]:
-    """Cases in order; a duplicate id and a placeholder without a variable are reported where
-    the case is written (the suite, or the cases file and its line)."""
+    """Cases in order; a duplicate id and a placeholder without a variable (of the task's
+    prompts, or ``also``: the variants') are reported where the case is written (the suite,
+    or the cases file and its line)."""
     names = [(n, "prompt") for n in prompt.names] if prompt else []
     names += [(n, "system prompt") for n in system.names] if system else []
+    names += list(also)
     cases: list[Case] = []
     seen: set[str] = set()
     for raw_case, (file, where) in zip(raw.get("cases", []), origins, strict=True):
