@@ -302,3 +302,21 @@ def test_a_failed_run_whose_reports_were_not_written_exits_3_not_1(
     result.assert_outcomes(passed=4, failed=2)
     assert result.ret == NOT_WRITTEN
     assert not list(pytester.path.glob("**/report.json"))
+
+
+@pytest.mark.parametrize("damage", ["{not json", '{"run_id": "x"}'])
+def test_an_unreadable_previous_run_is_said_and_skipped_not_a_failure_of_every_later_run(
+    pytester: pytest.Pytester, small_suite: Path, damage: str
+) -> None:
+    pytester.runpytest(FAKE).assert_outcomes(passed=6)
+    broken = newest_run_dir(pytester.path) / "report.json"
+    broken.write_text(damage, encoding="utf-8")
+
+    second = pytester.runpytest(FAKE)
+    assert second.ret == 0, second.outlines[-3:]
+    said = " ".join(second.stdout.str().split())  # the summary wraps at 80 columns
+    assert f"previous run {broken.parent.name} not compared: its report.json is not" in said
+    assert latest_report(pytester.path)["changes"] is None
+    # This run is the latest now, so the next one compares with it again.
+    pytester.runpytest(FAKE).assert_outcomes(passed=6)
+    assert latest_report(pytester.path)["changes"] is not None

@@ -142,7 +142,10 @@ def finish_run(
         not_written = None
         try:
             report = summary.to_json()
-            previous = previous_report(session, suite, report_root)
+            previous, unreadable = _previous_or_why_not(session, suite, report_root)
+            if unreadable:
+                notes = (summary.latest_note, unreadable)
+                summary = dataclasses.replace(summary, latest_note="; ".join(filter(None, notes)))
             if previous is not None:
                 changes = compare_reports(report, previous, suite.mover_threshold)
                 changes["cases"], changes["cases_note"] = case_changes(
@@ -327,8 +330,7 @@ def previous_report(session: EvalSession, suite: Suite, report_root: Path) -> di
     this suite: ``check_compare`` asks before any call), else what latest.json points at."""
     reference = session.settings.compare
     if not reference:
-        path = find_previous(report_root, suite.name)
-        return None if path is None else load_report(path)
+        return _previous_or_why_not(session, suite, report_root)[0]
     path = resolve_compare(reference, report_root, suite.name, session.rootdir)
     try:
         report = load_report(path)
@@ -337,6 +339,29 @@ def previous_report(session: EvalSession, suite: Suite, report_root: Path) -> di
     if not _is_run_report(report):
         raise EvalmineError(f"--evalmine-compare={reference}: {path} is not a run's report.json")
     return report
+
+
+def _previous_or_why_not(
+    session: EvalSession, suite: Suite, report_root: Path
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The report this run compares with, or why there is none to compare with. A previous run
+    that latest.json names but that cannot be read (a crash mid-write, a hand edit) is not
+    this run's failure: it is said and skipped, and this run becomes the latest, so one broken
+    file never fails every later run. A run named by ``--evalmine-compare`` was checked
+    before any call."""
+    if session.settings.compare:
+        return previous_report(session, suite, report_root), None
+    path = find_previous(report_root, suite.name)
+    if path is None:
+        return None, None
+    try:
+        report = load_report(path)
+    except EvalmineError:
+        report = None
+    if not _is_run_report(report):
+        why = "not JSON" if report is None else "not a run's report"
+        return None, f"previous run {path.parent.name} not compared: its report.json is {why}"
+    return report, None
 
 
 def _is_run_report(report: Any) -> bool:
