@@ -357,14 +357,17 @@ def _chat_with_usage(prompt_tokens: int, completion_tokens: int, cached: int = 0
     return Reply.json(200, {**CHAT, "usage": usage})
 
 
+# "hello" is 5 bytes: the reservation's input bound is 5 + 64 tokens.
 @pytest.mark.parametrize(
     ("usage", "expected", "anomaly"),
     [
-        ((20, -7, 0), (20, 0, 0), "output_tokens -7 < 0"),
+        # A negative count says nothing: the call is priced at its reservation.
+        ((20, -7, 0), (69, 100, 0), "output_tokens -7 < 0; priced at the reservation"),
         ((20, 10_000_000, 0), (20, 100, 0), "output_tokens 10000000 > max_tokens 100"),
-        # A negative cached count: the adapter's own arithmetic turns it into a huge input.
-        ((20, 6, -500_000), (69, 6, 0), "cached_input_tokens -500000 < 0; 500020 input tokens"),
-        ((20, 199, 0), (20, 199, 0), None),  # a little over max_tokens is believed
+        ((20, 6, -500_000), (69, 100, 0), "cached_input_tokens -500000 < 0; priced at the"),
+        ((20, 101, 0), (20, 100, 0), "output_tokens 101 > max_tokens 100"),
+        ((200, 6, 0), (69, 6, 0), "200 input tokens > the bound of 69"),
+        ((20, 100, 0), (20, 100, 0), None),  # all of max_tokens is believed
     ],
 )
 def test_impossible_usage_is_clamped_and_flagged(
@@ -400,8 +403,10 @@ def test_impossible_usage_is_reported(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=6)
     report = latest_report(pytester.path)
     assert len(report["usage_anomalies"]) == 6
-    assert report["usage_anomalies"][0]["anomaly"] == "clamped: output_tokens -5 < 0"
-    assert report["cost"]["spent_usd"] > 0
+    assert report["usage_anomalies"][0]["anomaly"] == (
+        "clamped: output_tokens -5 < 0; priced at the reservation (the worst case)"
+    )
+    assert report["cost"]["spent_usd"] == pytest.approx(report["cost"]["worst_case_usd"])
     markdown = (newest_run_dir(pytester.path) / "report.md").read_text()
     assert "impossible usage from the provider, clamped and costed at the clamp: 6" in markdown
 

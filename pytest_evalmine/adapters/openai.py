@@ -295,8 +295,9 @@ class OpenAIAdapter:
         written = int(details.get("cache_write_tokens") or 0)
         return Usage(
             # prompt_tokens counts cached (and cache-write) tokens too; each token is billed
-            # at one rate, so they are taken out of the uncached input.
-            input_tokens=max(0, prompt - cached - written),
+            # at one rate, so they are taken out of the uncached input. A negative result (or
+            # count) is a lie the dispatcher prices at the worst case: not floored to 0 here.
+            input_tokens=prompt - cached - written,
             # completion_tokens already includes reasoning tokens.
             output_tokens=int(usage.get("completion_tokens") or 0),
             cached_input_tokens=cached,

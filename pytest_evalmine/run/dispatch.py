@@ -15,29 +15,20 @@ import math
 import random
 import signal
 import threading
-import time
 import warnings
 import weakref
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..adapters.base import (
-    SCHEMA_PROMPTED,
-    Adapter,
-    AdapterError,
-    Request,
-    Response,
-    Usage,
-    cache_key,
-    tokens_for_chars,
-)
+from ..adapters.base import SCHEMA_PROMPTED, Adapter, AdapterError, Request, Response, cache_key
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError, EvalmineWarning
-from ..redaction import count_redacted, redact
+from ..redaction import redact
 from .loop import SessionLoop
+from .outcome import BUDGET, ERROR, INTERRUPTED, OK, REPLAY_MISS, Outcome, Progress
+from .planned import Estimate, Planned
 from .prices import PriceRow, PriceTable, declared_row
-from .records import ACCOUNTING_FIELDS
 from .replay import ReplayMisses
 from .same_turn import SameTurn
 from .store import (
@@ -50,171 +41,32 @@ from .store import (
     owner_alive,
     process_owner,
 )
+from .streaming import Streaming
+
+# What callers import from here: the statuses, the outcome and the plan (their own modules).
+__all__ = [
+    "BUDGET",
+    "ERROR",
+    "INTERRUPTED",
+    "OK",
+    "REPLAY_MISS",
+    "Dispatcher",
+    "Estimate",
+    "Outcome",
+    "Planned",
+    "Progress",
+    "Streaming",
+]
 
 T = TypeVar("T")
 RECORD_MODES = ("new", "all", "none")
-OK, ERROR, BUDGET, REPLAY_MISS = "ok", "error", "budget", "replay_miss"
-INTERRUPTED = "interrupted"
 # After the first Ctrl-C, how long calls already sent may take to land in the cache.
 INTERRUPT_GRACE_S = 10.0
 # Slack over the model's own limit so the adapter's timeout fires first with its own message.
 TIMEOUT_SLACK_S = 5.0
 CLAIM_POLL_S = 0.05
-RESERVE_OVERHEAD_TOKENS = 64
 # A provider asking for a longer pause (a daily quota, say) will not recover within a run.
 MAX_RETRY_AFTER_S = 120.0
-ESTIMATE_OVERHEAD_TOKENS = 8
-# Output counts a little over max_tokens happen (stop sequences, off-by-one counting);
-# beyond max_tokens plus this (or twice max_tokens) they are not believed.
-ANOMALY_SLACK_TOKENS = 64
-
-
-@dataclass(frozen=True)
-class Planned:
-    """A request resolved to its adapter, cache key and price row."""
-
-    request: Request
-    key: str
-    adapter: Adapter
-    price: PriceRow
-
-    def _input_text(self) -> str:
-        return (self.request.system or "") + self.request.prompt + self._schema_text()
-
-    def _schema_text(self) -> str:
-        """The schema as it is counted into the input when the adapter puts it in the prompt."""
-        if self.request.schema is not None and self.adapter.schema_mode(self.request) == (
-            SCHEMA_PROMPTED
-        ):
-            return str(self.request.schema)
-        return ""
-
-    @property
-    def max_input_tokens(self) -> int:
-        """Every input byte a token (true of byte-level BPE tokenizers) plus chat-template
-        overhead."""
-        return len(self._input_text().encode("utf-8")) + RESERVE_OVERHEAD_TOKENS
-
-    @property
-    def max_cost_usd(self) -> float:
-        """Strict upper bound, reserved before the call: ``max_input_tokens`` and all of
-        max_tokens."""
-        return self.price.cost(
-            Usage(input_tokens=self.max_input_tokens, output_tokens=self.request.max_tokens)
-        )
-
-    def max_cost_for(self, text_chars: int) -> float:
-        """The reservation of a request like this one whose system and prompt are
-        ``text_chars`` characters long, a token a character (their bytes are not known
-        yet)."""
-        input_tokens = text_chars + len(self._schema_text().encode()) + RESERVE_OVERHEAD_TOKENS
-        return self.price.cost(
-            Usage(input_tokens=input_tokens, output_tokens=self.request.max_tokens)
-        )
-
-    def checked_usage(self, usage: Usage) -> Usage:
-        """The provider's counts, or, when they are impossible, the counts clamped with the
-        reason in ``anomaly``: a negative count becomes 0 (it would make a negative cost and
-        free room under the cap), and output beyond max_tokens by a wide margin, or input
-        beyond the reservation's bound by a wide margin, is cut to that bound (the worst
-        case reserved for the call)."""
-        problems = []
-        counts = {
-            name: getattr(usage, name)
-            for name in ("input_tokens", "cached_input_tokens", "cache_write_tokens")
-        }
-        counts["output_tokens"] = usage.output_tokens
-        for name, value in counts.items():
-            if value < 0:
-                problems.append(f"{name} {value} < 0")
-                counts[name] = 0
-        max_tokens = self.request.max_tokens
-        if counts["output_tokens"] > max_tokens + max(ANOMALY_SLACK_TOKENS, max_tokens):
-            problems.append(f"output_tokens {usage.output_tokens} > max_tokens {max_tokens}")
-            counts["output_tokens"] = max_tokens
-        input_side = ("input_tokens", "cached_input_tokens", "cache_write_tokens")
-        total_input = sum(counts[name] for name in input_side)
-        bound = self.max_input_tokens
-        if total_input > 2 * bound:
-            problems.append(f"{total_input} input tokens > the bound of {bound}")
-            for name in input_side:
-                counts[name] = counts[name] * bound // total_input
-        if not problems:
-            return usage
-        note = "clamped: " + "; ".join(problems)
-        return dataclasses.replace(usage, **counts, anomaly=note)
-
-    @property
-    def estimated_cost_usd(self) -> float:
-        """Pre-run estimate: input at about four characters a token, output at max_tokens."""
-        request = self.request
-        return self.estimated_cost_for(len(request.system or "") + len(request.prompt))
-
-    def estimated_cost_for(self, text_chars: int) -> float:
-        """The estimate of a request like this one whose system and prompt are
-        ``text_chars`` characters long (the schema, when prompted, is added)."""
-        input_chars = text_chars + len(self._schema_text())
-        input_tokens = tokens_for_chars(input_chars) + ESTIMATE_OVERHEAD_TOKENS
-        return self.price.cost(
-            Usage(input_tokens=input_tokens, output_tokens=self.request.max_tokens)
-        )
-
-
-@dataclass
-class Outcome:
-    """What happened to one request in this run."""
-
-    key: str
-    status: str
-    response: Response | None = None
-    cached: bool = False
-    cost_usd: float = 0.0
-    cost_if_uncached_usd: float = 0.0
-    error: str | None = None
-    error_kind: str | None = None
-    attempts: int = 0
-    # Worst case of tries that were sent and failed: the provider may have billed them.
-    possibly_billed_usd: float = 0.0
-
-    @property
-    def redactions(self) -> int:
-        """Keys redacted from this outcome's answer or error (spec: "Secrets in texts")."""
-        return count_redacted(self.error, self.response.text if self.response else None)
-
-    def accounting(self) -> dict[str, Any]:
-        """What every kept record of a call carries about it (an answer, a judge pass, a
-        criterion verdict): its cache key, how it was paid for, its tries, its redactions."""
-        return {name: getattr(self, name) for name in ACCOUNTING_FIELDS}
-
-
-@dataclass(frozen=True)
-class Estimate:
-    calls: int
-    cached: int
-    uncached: int
-    cost_usd: float
-    already_committed_usd: float
-    # The sum of the uncached calls' reservations (section "Prices and the budget").
-    worst_case_usd: float = 0.0
-
-    def __add__(self, other: Estimate) -> Estimate:
-        """Both batches' calls; the ledger's committed amount is the run's, counted once."""
-        return Estimate(
-            calls=self.calls + other.calls,
-            cached=self.cached + other.cached,
-            uncached=self.uncached + other.uncached,
-            cost_usd=self.cost_usd + other.cost_usd,
-            already_committed_usd=max(self.already_committed_usd, other.already_committed_usd),
-            worst_case_usd=self.worst_case_usd + other.worst_case_usd,
-        )
-
-
-@dataclass
-class Progress:
-    total: int = 0
-    done: int = 0
-    cached: int = 0
-    spent_usd: float = 0.0
 
 
 @dataclass
@@ -764,7 +616,7 @@ class Dispatcher:
                 )
             # Redacted before anything keeps it: the cache, and every report built from it.
             response = redacted_response(response)
-            usage = item.checked_usage(response.usage)
+            usage = item.checked_usage(response.usage, response.text)
             if usage is not response.usage:
                 response = dataclasses.replace(response, usage=usage)
             cost = item.price.cost(usage)
@@ -865,101 +717,6 @@ class Dispatcher:
         if retry_after_s is not None:
             return retry_after_s
         return min(20.0, self.backoff_s * 2 ** (attempt - 1)) * (1 + random.random() / 4)
-
-
-# How long items whose answers are in may run back to back before the loop gets a turn.
-TURN_EVERY_S = 0.001
-# Turns from an answer's arrival to the next call's send (its commit, the freed slot, the
-# next reservation's commit, the send).
-SEND_TURNS = 4
-
-
-class Streaming:
-    """A dispatch running on the session's loop while pytest runs the items: each item turns
-    the loop until its own answer is in, so items run while later answers are still on their
-    way (the last items finish right after the last answer, instead of all of them after
-    it). ``wait`` turns the loop at least once a millisecond, so the calls in flight keep
-    moving while items whose answers came early run; ``finish`` turns it until the dispatch
-    ends."""
-
-    def __init__(
-        self, loop: SessionLoop, dispatcher: Dispatcher, planned: list[Planned], progress: Progress
-    ) -> None:
-        self._loop = loop
-        self.dispatcher = dispatcher
-        self.outcomes: dict[str, Outcome] = {}
-        self._waiting: tuple[Callable[[], bool], asyncio.Future[None]] | None = None
-        self._expected = len({plan.key for plan in planned})
-        self._turned = time.monotonic()
-        self._task = loop.start(dispatcher._run_all(planned, progress, self._arrived))
-
-    @property
-    def done(self) -> bool:
-        return self._task.done()
-
-    def _arrived(self, outcome: Outcome) -> None:
-        self.outcomes[outcome.key] = outcome
-        if self._waiting is not None:
-            arrived, waiting = self._waiting
-            if arrived() and not waiting.done():
-                waiting.set_result(None)
-
-    def wait(self, key: str) -> Outcome:
-        """The outcome of the request ``key`` of this dispatch. An outcome already in costs
-        a turn of the loop at most once a millisecond: items whose answers came early run
-        back to back while the calls in flight still move every millisecond."""
-        if key not in self.outcomes:
-            self._loop.run_until(self._arrival(key), self._task)
-            self._turned = time.monotonic()
-        elif not self._task.done() and time.monotonic() - self._turned > TURN_EVERY_S:
-            self._loop.turn(self._task)
-            self._turned = time.monotonic()
-        if len(self.outcomes) == self._expected and not self._task.done():
-            # The last answer is in: the dispatch ends within a turn or two.
-            self._loop.run_until(self._task, self._task)
-        if key not in self.outcomes:
-            self._task.result()  # the dispatch failed: its error, here
-            raise KeyError(key)
-        return self.outcomes[key]
-
-    async def _arrival(self, key: str) -> None:
-        """Until ``key``'s outcome is in and, after it, as many more as the dispatch's
-        concurrency (or all that remain): an item that had to wait lets the next ones find
-        their answers in, so items and loop take turns in batches rather than one by one.
-        Then a few more turns, so that the calls those answers freed are sent before the
-        items run."""
-        if key not in self.outcomes and not self._task.done():
-            await self._until(lambda: key in self.outcomes)
-        enough = min(self._expected, len(self.outcomes) + self.dispatcher.concurrency)
-        await self._until(lambda: len(self.outcomes) >= enough)
-        for _ in range(SEND_TURNS):
-            await asyncio.sleep(0)
-
-    async def _until(self, arrived: Callable[[], bool]) -> None:
-        if arrived() or self._task.done():
-            return
-        waiting: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting = (arrived, waiting)
-
-        def ended(_: object) -> None:
-            if not waiting.done():
-                waiting.set_result(None)
-
-        self._task.add_done_callback(ended)
-        try:
-            await waiting
-        finally:
-            self._task.remove_done_callback(ended)
-            self._waiting = None
-
-    def finish(self) -> dict[str, Outcome]:
-        """Every outcome, once the dispatch has ended (calls in flight land in the cache);
-        only those that arrived when a second Ctrl-C cancelled it."""
-        if not self._task.done():
-            self._loop.run_until(self._task, self._task)
-        if self._task.cancelled():
-            return dict(self.outcomes)
-        return self._task.result()
 
 
 class _Pacer:

@@ -1,0 +1,241 @@
+"""Issue 20, "Usage a server misreports": a compatible server that lies about usage (negative
+counts, no output tokens for an answer, counts up to twice the bounds) never makes a call
+cost less than nothing or more than its reservation, and never pushes a run past its cap,
+at concurrency 32 or under ``-n 2``. Real loopback servers speaking the Chat Completions
+wire format."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_evalmine import exitcodes
+from pytest_evalmine.adapters.base import Request
+from pytest_evalmine.adapters.registry import AdapterRegistry
+from pytest_evalmine.run.dispatch import OK, Dispatcher
+from pytest_evalmine.run.endpoints import parse_option
+from pytest_evalmine.run.prices import load_prices
+from pytest_evalmine.run.store import Store
+
+from .conftest import SMALL_SUITE, latest_report
+from .http_server import Received, Reply, running_server
+from .test_endpoints_run import MODELS
+
+ANSWER = '{"category": "bug"}'
+# A price whose input dominates: a lie about input moves the cost the most.
+PRICES = "input=100,output=1"
+
+
+def bounds_of(received: Received) -> tuple[int, int]:
+    """What the dispatcher reserves for this request, read off the wire: every input byte a
+    token plus 64, and max_tokens (the schema is sent natively and counts too)."""
+    body = received.body
+    text = "".join(str(m["content"]) for m in body["messages"])
+    schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
+    schema_bytes = len(str(schema).encode()) if schema is not None else 0
+    return len(text.encode()) + schema_bytes + 64, int(body["max_tokens"])
+
+
+def double(received: Received) -> dict[str, int]:
+    """Just inside what the clamp used to believe: twice the input bound, and max_tokens
+    plus max(64, max_tokens)."""
+    max_input, max_tokens = bounds_of(received)
+    return {"prompt_tokens": 2 * max_input, "completion_tokens": max_tokens + max(64, max_tokens)}
+
+
+LIES: dict[str, Callable[[Received], dict[str, Any]]] = {
+    "negative-prompt": lambda r: {"prompt_tokens": -1_000, "completion_tokens": 6},
+    "negative-completion": lambda r: {"prompt_tokens": 20, "completion_tokens": -7},
+    "negative-cached": lambda r: {
+        "prompt_tokens": 20,
+        "completion_tokens": 6,
+        "prompt_tokens_details": {"cached_tokens": -500_000},
+    },
+    "zero-output": lambda r: {"prompt_tokens": 20, "completion_tokens": 0},
+    "no-output-count": lambda r: {"prompt_tokens": 20},
+    "twice-the-bounds": double,
+}
+
+
+def liar(lie: Callable[[Received], dict[str, Any]], content: str = ANSWER) -> Callable:
+    def respond(received: Received) -> Reply:
+        if received.method == "GET":
+            return Reply.json(200, MODELS)
+        return Reply.json(
+            200,
+            {
+                "id": "chatcmpl-lie",
+                "object": "chat.completion",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": lie(received),
+            },
+        )
+
+    return respond
+
+
+def dispatcher_for(tmp_path: Path, url: str, **kwargs: Any) -> Dispatcher:
+    endpoint = parse_option(f"local={url}/v1,{PRICES}")
+    registry = AdapterRegistry()
+    registry.register("local", endpoint.factory())
+    row = endpoint.price_row()
+    assert row is not None
+    return Dispatcher(
+        registry=registry,
+        store=Store(tmp_path / "cache.sqlite"),
+        prices=load_prices().with_rows((row,)),
+        run_token="run",
+        backoff_s=0.0,
+        **{"cap_usd": 10.0, "retries": 0, **kwargs},
+    )
+
+
+SCHEMA = {"type": "object", "properties": {"category": {"type": "string"}}}
+
+
+@pytest.mark.parametrize("lie", list(LIES))
+def test_a_lie_about_usage_is_an_anomaly_and_never_cheaper_than_the_truth_could_be(
+    tmp_path: Path, lie: str
+) -> None:
+    with running_server() as server:
+        server.respond = liar(LIES[lie])
+        dispatcher = dispatcher_for(tmp_path, server.url)
+        [plan] = dispatcher.plan(
+            [Request("local/a", "Classify: I was charged twice", max_tokens=100, schema=SCHEMA)]
+        )
+        [outcome] = dispatcher.run_each([plan])
+    assert outcome.status == OK and outcome.response is not None
+    usage = outcome.response.usage
+    assert usage.anomaly is not None and usage.anomaly.startswith("clamped: ")
+    assert min(usage.token_counts().values()) >= 0
+    # Never above the reservation, so never past the cap.
+    assert outcome.cost_usd <= plan.max_cost_usd
+    if lie != "twice-the-bounds":
+        # Nothing the server said can be believed: the call is priced at its worst case.
+        assert outcome.cost_usd == pytest.approx(plan.max_cost_usd, rel=1e-12)
+        assert "priced at the reservation" in usage.anomaly
+    assert dispatcher.store.spent("run") == pytest.approx(outcome.cost_usd, rel=1e-12)
+    cached = dispatcher.store.hit(plan.key)
+    assert cached is not None and cached.answer.response.usage == usage
+
+
+@pytest.mark.parametrize(
+    ("usage", "content"),
+    [
+        ({"prompt_tokens": 20, "completion_tokens": 6}, ANSWER),
+        ({"prompt_tokens": 20, "completion_tokens": 0}, ""),  # nothing said, nothing billed
+        ({"prompt_tokens": 20, "completion_tokens": 100}, ANSWER),  # exactly max_tokens
+    ],
+    ids=["honest", "empty-answer", "at-max-tokens"],
+)
+def test_honest_usage_is_believed(tmp_path: Path, usage: dict[str, int], content: str) -> None:
+    with running_server() as server:
+        server.respond = liar(lambda r: usage, content)
+        dispatcher = dispatcher_for(tmp_path, server.url)
+        [plan] = dispatcher.plan([Request("local/a", "hello", max_tokens=100)])
+        [outcome] = dispatcher.run_each([plan])
+    assert outcome.response is not None and outcome.response.usage.anomaly is None
+    expected = (20 * 100 + usage["completion_tokens"] * 1) / 1e6
+    assert outcome.cost_usd == pytest.approx(expected, rel=1e-12)
+
+
+def test_at_concurrency_32_a_lying_server_never_pushes_spend_past_the_cap(
+    tmp_path: Path,
+) -> None:
+    with running_server() as server:
+        server.respond = liar(double)
+        probe = dispatcher_for(tmp_path / "probe", server.url)
+        requests = [Request("local/a", f"question {i:03d}", max_tokens=100) for i in range(200)]
+        reservation = probe.plan(requests[:1])[0].max_cost_usd
+        cap = 40.5 * reservation
+        dispatcher = dispatcher_for(tmp_path, server.url, cap_usd=cap, concurrency=32)
+        outcomes = dispatcher.run_each(dispatcher.plan(requests))
+    answered = sum(o.status == OK for o in outcomes)
+    spent = dispatcher.store.spent("run")
+    overshoot = spent / cap - 1
+    assert answered > 0 and dispatcher.budget_exhausted
+    assert spent <= cap * (1 + 1e-9), f"spent {spent} over the cap {cap}: {overshoot:+.1%}"
+    assert dispatcher.store.committed("run") <= cap * (1 + 1e-9)
+
+
+# Forty cases of one model, each its own call: more than the cap lets through.
+MANY = """\
+version: 1
+suite: small
+models: [local/a]
+defaults: {max_tokens: 64, temperature: 0}
+tasks:
+  - id: polite
+    kind: rewrite
+    prompt: "Rewrite politely: {{ text }}"
+    cases:
+""" + "".join(f'      - {{id: c{i:02d}, vars: {{text: "ticket {i:02d}"}}}}\n' for i in range(40))
+
+
+def test_under_xdist_a_lying_server_never_pushes_spend_past_the_cap(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makefile(".eval.yaml", small=MANY)
+    with running_server() as server:
+        server.respond = liar(double)
+        option = f"--evalmine-endpoint=local={server.url}/v1,{PRICES}"
+        # The worst case of one call, from a run of one item (then thrown away with its cache).
+        probe = pytester.runpytest(option, "-k", "c00", "--evalmine-no-cache")
+        assert probe.ret == 0
+        one = latest_report(pytester.path)["cost"]["worst_case_usd"]
+        cap = 12.5 * one
+        result = pytester.runpytest_subprocess(
+            option,
+            "-n",
+            "2",
+            "--evalmine-no-cache",
+            f"--evalmine-max-cost={cap}",
+            "-p",
+            "no:cacheprovider",
+        )
+    assert result.ret == exitcodes.STOPPED_OVER_BUDGET, result.stdout.str()
+    report = latest_report(pytester.path)
+    token = report["run_id"].rsplit("-", 2)[0]
+    with sqlite3.connect(pytester.path / ".evalmine" / "cache.sqlite") as db:
+        (spent,) = db.execute(
+            "SELECT COALESCE(SUM(spent_usd), 0) FROM ledger WHERE run_token = ? "
+            "AND state = 'spent'",
+            (token,),
+        ).fetchone()
+    overshoot = spent / cap - 1
+    assert spent > 0
+    assert spent <= cap * (1 + 1e-9), f"spent {spent} over the cap {cap}: {overshoot:+.1%}"
+    assert report["cost"]["spent_usd"] == pytest.approx(spent, rel=1e-9)
+
+
+ENDPOINT_SUITE = SMALL_SUITE.replace(
+    "models: [fake/alpha, fake/beta]", "models: [local/a, local/b]"
+)
+
+
+@pytest.mark.parametrize("lie", ["negative-prompt", "zero-output"])
+def test_the_report_counts_lies_and_prices_them_at_the_worst_case(
+    pytester: pytest.Pytester, lie: str
+) -> None:
+    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
+    with running_server() as server:
+        server.respond = liar(LIES[lie])
+        result = pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1,{PRICES}")
+    result.assert_outcomes(passed=6)
+    report = latest_report(pytester.path)
+    assert len(report["usage_anomalies"]) == 6
+    assert all("priced at the reservation" in a["anomaly"] for a in report["usage_anomalies"])
+    cost = report["cost"]
+    # Every call priced at its reservation: the spend is the worst case the estimate named.
+    assert cost["spent_usd"] == pytest.approx(cost["worst_case_usd"], rel=1e-9)
+    assert cost["spent_usd"] > 0
