@@ -782,3 +782,222 @@ def _children(pid: int) -> list[int]:
             if int(stat.rpartition(")")[2].split()[1]) == pid:
                 found.append(int(entry.name))
     return found
+
+
+# --- issue 20 section 3: every call in the spend and the counts; the endpoint's price; the
+# cache keyed by the server -----------------------------------------------------------------
+
+WEAK_JUDGE_USAGE = {"prompt_tokens": 50, "completion_tokens": 8}
+
+
+class WeakJudge:
+    """A compatible judge server whose verdicts do not parse: plain text every time, or
+    only the first time a prompt is asked (its retry then answers in JSON)."""
+
+    def __init__(self, server: LoopbackServer, *, learns: bool) -> None:
+        self.learns = learns
+        self.asked: Counter[str] = Counter()
+        self.lock = threading.Lock()
+        server.respond = self.respond
+
+    def respond(self, received: Received) -> Reply:
+        if received.method == "GET":
+            return Reply.json(200, MODELS)
+        prompt = received.body["messages"][-1]["content"]
+        with self.lock:
+            self.asked[prompt] += 1
+            again = self.asked[prompt] > 1
+        verdict = '{"winner": "2", "reason": "clearer"}' if self.learns and again else "2 wins"
+        chat = json.loads(chat_reply(verdict).body)
+        return Reply.json(200, {**chat, "usage": WEAK_JUDGE_USAGE})
+
+    def calls(self) -> int:
+        with self.lock:
+            return sum(self.asked.values())
+
+
+def ledger_of(root: Path, report: dict[str, Any]) -> tuple[int, float]:
+    """(rows settled as spent, their sum) of the report's run, read from the cache database."""
+    import sqlite3
+
+    token = report["run_id"].rsplit("-", 2)[0]
+    with sqlite3.connect(root / ".evalmine" / "cache.sqlite") as db:
+        rows, spent = db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(spent_usd), 0) FROM ledger WHERE run_token = ? "
+            "AND state = 'spent'",
+            (token,),
+        ).fetchone()
+    return int(rows), float(spent)
+
+
+@pytest.mark.parametrize("learns", [False, True], ids=["never-parses", "retry-parses"])
+def test_a_judge_asked_again_is_in_the_spend_and_the_counts(
+    pytester: pytest.Pytester, learns: bool
+) -> None:
+    from .test_judge_run import JUDGED_SUITE
+
+    pytester.makefile(".eval.yaml", small=JUDGED_SUITE)
+    with running_server() as server:
+        judge = WeakJudge(server, learns=learns)
+        options = (f"--evalmine-endpoint=weak={server.url}/v1,input=1,output=2", JUDGE_WEAK)
+        pytester.runpytest(*options).assert_outcomes(passed=6)
+        report = latest_report(pytester.path)
+        rerun = pytester.runpytest(*options)
+    # Three pairs, two passes each, every pass asked twice.
+    assert judge.calls() == 12
+    headline = report["headline"]
+    assert headline["judge_calls"] == {"made": 12, "cached": 0}
+    per_call = (50 * 1 + 8 * 2) / 1e6
+    assert report["cost"]["judge_spent_usd"] == pytest.approx(12 * per_call, rel=1e-9)
+    rows, spent = ledger_of(pytester.path, report)
+    assert rows == report["calls"]["made"] + headline["judge_calls"]["made"] == 6 + 12
+    assert report["cost"]["spent_usd"] == pytest.approx(spent, rel=1e-9)
+    exclusions = headline["exclusions"].get("fake/beta", {})
+    assert exclusions == ({} if learns else {"judge_unparseable": 3})
+    from pytest_evalmine.judging.pairs import Pair
+
+    pairs = [json.loads(line) for line in (newest_run_dir(pytester.path) / "pairs.jsonl").open()]
+    assert sum(len(pair["asked_again"]) for pair in pairs) == 6
+    # A stored run rendered again (evalmine report) reads them back.
+    assert [Pair.from_dict(pair).to_dict() for pair in pairs] == pairs
+    # The rerun pays nothing and finds all twelve verdicts in the cache.
+    rerun.assert_outcomes(passed=6)
+    again = latest_report(pytester.path)
+    assert again["headline"]["judge_calls"] == {"made": 0, "cached": 12}
+    assert again["cost"]["spent_usd"] == 0 and judge.calls() == 12
+
+
+JUDGE_WEAK = "--evalmine-judge=weak/judge"
+
+
+def test_a_recording_holds_the_verdicts_asked_again(pytester: pytest.Pytester) -> None:
+    """Replayed from its recording alone, a run whose judge was asked again finds both of
+    each pass's verdicts: before, the unusable first ones were left out of the recording and
+    every pair was a replay miss."""
+    import shutil
+
+    from .test_judge_run import JUDGED_SUITE
+
+    pytester.makefile(".eval.yaml", small=JUDGED_SUITE)
+    with running_server() as server:
+        judge = WeakJudge(server, learns=True)
+        options = (
+            f"--evalmine-endpoint=weak={server.url}/v1,input=1,output=2",
+            JUDGE_WEAK,
+            "--evalmine-recording=beside",
+        )
+        pytester.runpytest(*options).assert_outcomes(passed=6)
+        first = latest_report(pytester.path)
+        shutil.rmtree(pytester.path / ".evalmine")  # a fresh checkout: the recording only
+        replay = pytester.runpytest(*options, "--evalmine-record=none")
+    replay.assert_outcomes(passed=6)
+    assert judge.calls() == 12
+    report = latest_report(pytester.path)
+    assert report["replay_misses"] == 0
+    assert report["headline"]["judge_calls"] == {"made": 0, "cached": 12}
+    assert report["headline"]["win_rates"] == first["headline"]["win_rates"]
+
+
+@pytest.mark.parametrize(
+    ("cost", "expected"),
+    [("free", 0.0), ("input=1,output=2", 3 * (20 * 1 + 6 * 2) / 1e6)],
+)
+def test_an_endpoint_named_like_a_provider_is_priced_at_its_declared_cost(
+    pytester: pytest.Pytester, cost: str, expected: float
+) -> None:
+    """A gateway named ``anthropic``: its models have exact rows in the price table, and the
+    endpoint's declared cost wins over them."""
+    model = "anthropic/claude-haiku-4-5"
+    assert load_prices().lookup(model).model == model  # the exact row the endpoint beats
+    pytester.makefile(
+        ".eval.yaml",
+        small=SMALL_SUITE.replace("models: [fake/alpha, fake/beta]", f"models: [{model}]"),
+    )
+    with running_server() as server:
+        _answering(server, '{"category": "bug"}')
+        result = pytester.runpytest(f"--evalmine-endpoint=anthropic={server.url}/v1,{cost}")
+    result.assert_outcomes(passed=3)
+    report = latest_report(pytester.path)
+    assert report["cost"]["spent_usd"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_a_declared_row_wins_over_every_row_it_matches() -> None:
+    row = parse_option("anthropic=http://127.0.0.1:9/v1,input=3,output=4").price_row()
+    assert row is not None
+    table = load_prices().with_rows((row,))
+    assert table.lookup("anthropic/claude-haiku-4-5") == row
+    assert table.lookup("anthropic/anything-new") == row
+    # Other providers keep their rows.
+    assert table.lookup("openai/gpt-5-mini").model == "openai/gpt-5-mini"
+
+
+def _answering(server: LoopbackServer, text: str) -> None:
+    server.respond = lambda received: (
+        Reply.json(200, MODELS) if received.method == "GET" else chat_reply(text)
+    )
+
+
+def test_two_servers_under_one_endpoint_name_never_share_answers(
+    pytester: pytest.Pytester,
+) -> None:
+    """Repointing an endpoint from one server to another (the same model listing, other
+    sampling settings) is a cache miss, not the first server's answers replayed."""
+    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
+    with running_server() as first, running_server() as second:
+        _answering(first, '{"category": "bug"}')
+        _answering(second, '{"category": "other"}')
+        pytester.runpytest(f"--evalmine-endpoint=local={first.url}/v1,free").assert_outcomes(
+            passed=6
+        )
+        pytester.runpytest(f"--evalmine-endpoint=local={second.url}/v1,free").assert_outcomes(
+            passed=6
+        )
+        posts = [len([r for r in s.requests if r.method == "POST"]) for s in (first, second)]
+    assert posts == [6, 6]
+    report = latest_report(pytester.path)
+    assert report["calls"] == {"made": 6, "cached": 0}
+
+
+def test_one_server_spelled_differently_shares_its_answers(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
+    with running_server() as server:
+        _answering(server, '{"category": "bug"}')
+        port = server.url.rsplit(":", 1)[1]
+        for url in (f"http://localhost:{port}/v1", f"http://LocalHost:{port}/v1/"):
+            pytester.runpytest(f"--evalmine-endpoint=local={url},free").assert_outcomes(passed=6)
+        posts = len([r for r in server.requests if r.method == "POST"])
+    assert posts == 6
+    assert latest_report(pytester.path)["calls"] == {"made": 0, "cached": 6}
+
+
+@pytest.mark.parametrize(
+    ("one", "other", "shared"),
+    [
+        ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1/", True),
+        ("http://LOCALHOST:8080/v1", "http://localhost:8080/v1", True),
+        ("http://gateway.example:80/v1", "http://gateway.example/v1", True),
+        ("https://gateway.example:443/v1", "https://gateway.example/v1", True),
+        ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8081/v1", False),
+        ("http://127.0.0.1:8080/v1", "https://127.0.0.1:8080/v1", False),
+        ("http://gateway.example/v1", "http://gateway.example/V1", False),  # paths keep case
+        ("http://gateway.example/a/v1", "http://gateway.example/b/v1", False),
+    ],
+)
+def test_the_cache_key_holds_the_normalised_base_url(one: str, other: str, shared: bool) -> None:
+    from pytest_evalmine.adapters.base import cache_key
+    from pytest_evalmine.adapters.openai import OpenAIAdapter
+
+    request = Request("cand2/served-model", "hello")
+    keys = []
+    for url in (one, other):
+        adapter = OpenAIAdapter(name="cand2", base_url=url, api_key_env=None)
+        adapter.restore_state({"served": [{"id": "served-model", "meta": None}]})
+        keys.append(cache_key(adapter, request))
+    assert (keys[0] == keys[1]) is shared
+
+
+def test_openai_itself_keeps_its_cache_keys() -> None:
+    """OpenAI's own keys do not change (no base URL in them): only endpoints' do."""
+    from pytest_evalmine.adapters.openai import OpenAIAdapter
+
+    assert OpenAIAdapter().key_extra(Request("openai/gpt-5-mini", "hello")) == {}

@@ -175,6 +175,7 @@ def test_pair_to_dict_is_json_with_candidate_verdict_per_pass() -> None:
         "candidate",
         "excluded",
         "passes",
+        "asked_again",
         "score",
         "judge_score",
         "check_override",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..redaction import redact
 from .base import (
@@ -70,6 +71,26 @@ _STRICT_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
 _FINISH_REASONS = {"stop": "stop", "length": "length", "content_filter": "content_filter"}
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normalised_base_url(url: str) -> str:
+    """The server a base URL names, spelled one way (it enters an endpoint's cache key):
+    scheme and host lowercased, the scheme's default port dropped, trailing slashes dropped.
+    User info, query and fragment are left out: they name no other server, and a secret may
+    sit in them. The path keeps its case (servers may tell ``/V1`` from ``/v1``)."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:  # not a number: kept as written
+        port = parts.netloc.rpartition(":")[2] or None
+    netloc = host if port in (None, _DEFAULT_PORTS.get(scheme)) else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
 
 
 def accepts_sampling(model: str) -> bool:
@@ -124,7 +145,7 @@ class OpenAIAdapter:
     def __init__(
         self,
         name: str = "openai",
-        base_url: str = "https://api.openai.com/v1",
+        base_url: str = OPENAI_BASE_URL,
         api_key_env: str | None = "OPENAI_API_KEY",
         native_schema: bool = True,
     ) -> None:
@@ -134,6 +155,15 @@ class OpenAIAdapter:
         self.native_schema = native_schema
         self.served: list[dict[str, Any]] | None = None
         self._prepared = False
+        # The server enters the cache key of every endpoint (and of "openai" pointed at
+        # another server): one name repointed to another server with other sampling settings
+        # gets new keys, never the first server's answers. OpenAI's own keys stay as they were.
+        server = normalised_base_url(self.base_url)
+        self._server = (
+            server
+            if self.compatible_server or server != normalised_base_url(OPENAI_BASE_URL)
+            else None
+        )
         self._clients = ClientHolder(self.base_url)
 
     def check_ready(self) -> None:
@@ -167,7 +197,12 @@ class OpenAIAdapter:
         self.served = sorted(served, key=lambda m: m["id"]) or None
 
     def key_extra(self, request: Request) -> dict[str, Any]:
-        return {"served": self.served} if self.served else {}
+        extra: dict[str, Any] = {}
+        if self.served:
+            extra["served"] = self.served
+        if self._server is not None:
+            extra["base_url"] = self._server
+        return extra
 
     def prepared_state(self) -> dict[str, Any] | None:
         """What ``prepare`` learnt, for the cache database (a replay restores it)."""

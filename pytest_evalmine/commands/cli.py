@@ -189,7 +189,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
 
     session = _session(args)
     table = session.prices
-    rows = list(table.rows)
+    rows = list(table.all_rows())
     if args.suite:
         suite = session.load(args.rootdir / args.suite)
         wanted = [suite.contender(model)[0] for model in session.models_for(suite)]

@@ -210,7 +210,7 @@ def _write_recording(
     models = {r.model for r in records}
     if headline is not None:
         for pair in headline.pairs:
-            for judged in pair.passes:
+            for judged in pair.calls:
                 if judged.key:
                     uses.setdefault(judged.key, set()).add(
                         f"{pair.task}/{pair.case} judge {pair.candidate} vs {pair.baseline}, "

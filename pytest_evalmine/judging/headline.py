@@ -41,28 +41,30 @@ class Headline:
     def headline_eligible(self) -> bool:
         return bool(self.overall) and all(rate.headline_eligible for rate in self.overall)
 
+    # The judge's calls and spend count every call of a pair (``Pair.calls``): its passes and
+    # the unusable verdicts asked again, which were paid for too.
     @property
     def judge_calls_made(self) -> int:
-        return sum(1 for p in self.pairs for j in p.passes if j.attempts and not j.cached)
+        return sum(1 for p in self.pairs for j in p.calls if j.attempts and not j.cached)
 
     @property
     def judge_calls_cached(self) -> int:
-        return sum(1 for p in self.pairs for j in p.passes if j.cached)
+        return sum(1 for p in self.pairs for j in p.calls if j.cached)
 
     @property
     def judge_cost_usd(self) -> float:
-        return sum(j.cost_usd for p in self.pairs for j in p.passes)
+        return sum(j.cost_usd for p in self.pairs for j in p.calls)
 
     @property
     def judge_cost_if_uncached_usd(self) -> float:
-        return sum(j.cost_if_uncached_usd for p in self.pairs for j in p.passes)
+        return sum(j.cost_if_uncached_usd for p in self.pairs for j in p.calls)
 
     def check_overrides(self, candidate: str) -> int:
         return sum(p.check_override for p in self.pairs if p.candidate == candidate)
 
     @property
     def judge_possibly_billed_usd(self) -> float:
-        return sum(j.possibly_billed_usd for p in self.pairs for j in p.passes)
+        return sum(j.possibly_billed_usd for p in self.pairs for j in p.calls)
 
     def judge_passes_with(self, error_kind: str) -> int:
         """Judge passes that ended with ``error_kind`` (e.g. ``budget``, ``replay_miss``)."""

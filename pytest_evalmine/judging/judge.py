@@ -277,5 +277,9 @@ def _record_pass(pair: Pair, order: str, outcome: Outcome) -> None:
             judge_pass.error, judge_pass.error_kind = reason, UNPARSEABLE
     else:
         judge_pass.error, judge_pass.error_kind = outcome.error, outcome.status
-    pair.passes = [p for p in pair.passes if not (p.order == order and p.winner_slot is None)]
+    # A verdict asked again leaves the passes, but its call was made and paid for: it is
+    # kept in ``asked_again``, so the judge's spend and call counts include it.
+    unusable = [p for p in pair.passes if p.order == order and p.winner_slot is None]
+    pair.asked_again.extend(unusable)
+    pair.passes = [p for p in pair.passes if all(p is not u for u in unusable)]
     pair.passes.append(judge_pass)

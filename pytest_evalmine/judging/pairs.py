@@ -74,6 +74,9 @@ class Pair:
     candidate: str
     excluded: str | None = None
     passes: list[JudgePass] = field(default_factory=list)
+    # Unusable verdicts that were asked once more (spec: "Judge"): no verdict, but calls made
+    # and paid for, so the judge's spend and call counts include them.
+    asked_again: list[JudgePass] = field(default_factory=list)
     # What a person labelling the pair needs (report.html): the rendered task prompt, both
     # answers and their checks, and the matched human label in this pair's orientation.
     prompt: str = ""
@@ -84,6 +87,11 @@ class Pair:
     label: str | None = None
     # M19: the judge preferred the side whose checks failed over one whose checks passed.
     check_override: bool = False
+
+    @property
+    def calls(self) -> list[JudgePass]:
+        """Every judge call of the pair: its passes and the verdicts asked again."""
+        return [*self.passes, *self.asked_again]
 
     @property
     def judged(self) -> bool:
@@ -138,25 +146,26 @@ class Pair:
     def from_dict(cls, data: dict[str, Any]) -> Pair:
         """A pair as pairs.jsonl stores it (the derived keys are recomputed, not read)."""
         pass_fields = JudgePass.__dataclass_fields__
-        passes = [
-            JudgePass(**{k: v for k, v in entry.items() if k in pass_fields})
-            for entry in data.get("passes", [])
-        ]
+
+        def read(entries: list[dict[str, Any]]) -> list[JudgePass]:
+            return [JudgePass(**{k: v for k, v in e.items() if k in pass_fields}) for e in entries]
+
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
-        return cls(**{**fields, "passes": passes})
+        return cls(
+            **{
+                **fields,
+                "passes": read(data.get("passes", [])),
+                "asked_again": read(data.get("asked_again", [])),
+            }
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The pair as pairs.jsonl holds it, with the derived keys. Shares the checks lists
         with the pair (no deep copy): for serialising, not for editing."""
         data = {name: getattr(self, name) for name in _PAIR_FIELDS}
         data.update(
-            passes=[
-                {
-                    **{name: getattr(judge_pass, name) for name in _PASS_FIELDS},
-                    "candidate_verdict": judge_pass.candidate_verdict,
-                }
-                for judge_pass in self.passes
-            ],
+            passes=[_pass_dict(judge_pass) for judge_pass in self.passes],
+            asked_again=[_pass_dict(judge_pass) for judge_pass in self.asked_again],
             score=self.score,
             judge_score=self.judge_score,
             category=self.category,
@@ -168,6 +177,13 @@ class Pair:
 
 _PASS_FIELDS = tuple(f.name for f in fields(JudgePass))
 _PAIR_FIELDS = tuple(f.name for f in fields(Pair))
+
+
+def _pass_dict(judge_pass: JudgePass) -> dict[str, Any]:
+    return {
+        **{name: getattr(judge_pass, name) for name in _PASS_FIELDS},
+        "candidate_verdict": judge_pass.candidate_verdict,
+    }
 
 
 def exclusion_reason(record: AnswerRecord | None) -> str | None:

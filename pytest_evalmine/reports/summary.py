@@ -122,7 +122,7 @@ class RunSummary:
     @property
     def calls_possibly_billed(self) -> int:
         judge = (
-            sum(1 for p in self.headline.pairs for j in p.passes if j.possibly_billed_usd)
+            sum(1 for p in self.headline.pairs for j in p.calls if j.possibly_billed_usd)
             if self.headline
             else 0
         )
@@ -182,7 +182,7 @@ class RunSummary:
     def redactions(self) -> int:
         """API keys replaced by ``[redacted]`` in this run's answers, verdicts and errors."""
         pairs = self.headline.pairs if self.headline else []
-        judged = sum(j.redactions for pair in pairs for j in pair.passes)
+        judged = sum(j.redactions for pair in pairs for j in pair.calls)
         judged += sum(v.redactions for v in self._verdicts)
         return sum(r.redactions for r in self.records) + judged
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -49,32 +50,58 @@ class PriceRow:
 class PriceTable:
     pinned: str
     rows: tuple[PriceRow, ...]
+    # Rows declared by endpoints (``NAME/*``): they win over every row they match, exact rows
+    # included, so a gateway named ``anthropic`` is priced at its own cost, not the list price.
+    declared: tuple[PriceRow, ...] = ()
 
     def lookup(self, model: str) -> PriceRow:
-        """Exact row first, then the longest matching ``provider/*`` pattern."""
+        """A declared row first (the longest matching), then the exact row, then the longest
+        matching ``provider/*`` pattern."""
+        declared = _longest_match(self.declared, model)
+        if declared is not None:
+            return declared
         for row in self.rows:
             if row.model == model:
                 return row
-        patterns = sorted((r for r in self.rows if "*" in r.model), key=lambda r: -len(r.model))
-        for row in patterns:
-            if fnmatch.fnmatchcase(model, row.model):
-                return row
+        pattern = _longest_match([r for r in self.rows if "*" in r.model], model)
+        if pattern is not None:
+            return pattern
         raise PriceError(
             f"no price for model {model!r} in the price table pinned {self.pinned}; "
             f"known models: {', '.join(self.known())}. Add a row with --evalmine-prices=FILE."
         )
 
     def known(self) -> list[str]:
-        return sorted(row.model for row in self.rows)
+        return sorted({row.model for row in (*self.declared, *self.rows)})
+
+    def all_rows(self) -> tuple[PriceRow, ...]:
+        """Every row, the declared ones first (each model once: the row that wins)."""
+        declared = {row.model for row in self.declared}
+        return (*self.declared, *(row for row in self.rows if row.model not in declared))
 
     def with_rows(self, rows: tuple[PriceRow, ...]) -> PriceTable:
-        """The table with ``rows`` winning over rows for the same model."""
-        return PriceTable(pinned=self.pinned, rows=self.merged(PriceTable("", rows)).rows)
+        """The table with ``rows`` declared (an endpoint's cost): each wins over every row it
+        matches, the exact rows of the shipped and the user's tables included."""
+        models = {row.model for row in rows}
+        kept = tuple(row for row in self.declared if row.model not in models)
+        return PriceTable(pinned=self.pinned, rows=self.rows, declared=(*rows, *kept))
 
     def merged(self, other: PriceTable) -> PriceTable:
         """``other``'s rows win over rows for the same model."""
         mine = [row for row in self.rows if row.model not in {r.model for r in other.rows}]
-        return PriceTable(pinned=f"{self.pinned}+{other.pinned}", rows=(*other.rows, *mine))
+        return PriceTable(
+            pinned=f"{self.pinned}+{other.pinned}",
+            rows=(*other.rows, *mine),
+            declared=(*other.declared, *self.declared),
+        )
+
+
+def _longest_match(rows: Sequence[PriceRow], model: str) -> PriceRow | None:
+    """The row with the longest ``model`` (exact, or a ``provider/*`` pattern) that matches."""
+    for row in sorted(rows, key=lambda r: -len(r.model)):
+        if row.model == model or fnmatch.fnmatchcase(model, row.model):
+            return row
+    return None
 
 
 def load_prices(extra: str | Path | None = None) -> PriceTable:
