@@ -359,6 +359,11 @@ def test_recorded_builds_read_the_adapters_digests() -> None:
         "ollama/llama3.1:8b": {"adapter": "ollama", "digest": "d1"},
         "ollama/llama3.1:8b-q2_K": {"adapter": "ollama", "digest": "d2"},
     }
+    # A prompt variant of a build is that build: its digest is the model's.
+    contenders = ["ollama/llama3.1:8b@concise"]
+    assert recorded_builds(contenders, adapter_for, lambda c: c.removesuffix("@concise")) == {
+        "ollama/llama3.1:8b@concise": {"adapter": "ollama", "digest": "d1"}
+    }
 
 
 # --- through the plugin -------------------------------------------------------------------------

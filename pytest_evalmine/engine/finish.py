@@ -121,7 +121,11 @@ def finish_run(
             command=command,
             task_hashes={t["id"]: sha256_hex(t) for t in suite.document["tasks"]},
             task_content={t.id: task_content_hashes(t) for t in suite.tasks},
-            model_builds=recorded_builds(models, session.default_registry().adapter_for),
+            model_builds=recorded_builds(
+                models,
+                session.default_registry().adapter_for,
+                lambda entry, suite=suite: suite.contender(entry)[0],
+            ),
             label_counts=dict(Counter(label.task for label in suite.labels)),
             headline=headline,
             judge_note=note,

@@ -563,21 +563,25 @@ def _win_rate(side: dict[str, Any]) -> str:
 
 
 def recorded_builds(
-    models: Sequence[str], adapter_for: Callable[[str], Any]
+    models: Sequence[str],
+    adapter_for: Callable[[str], Any],
+    model_of: Callable[[str], str] = lambda model: model,
 ) -> dict[str, dict[str, str]]:
     """The weights behind each model string, where its adapter recorded them while preparing
     (the ``{"digests": {name: digest}}`` state an Ollama adapter keeps, spec "Cache database"):
     model -> ``{adapter, digest}``, so two builds (``llama3.1:8b`` and ``llama3.1:8b-q2_K``,
-    or one tag pulled again) are told apart in the report. Models without one are left out."""
+    or one tag pulled again) are told apart in the report. Models without one are left out.
+    ``model_of`` gives the model a contender (``MODEL@VARIANT``) asks."""
     builds = {}
     for model in models:
+        asked = model_of(model)
         try:
-            adapter = adapter_for(model)
+            adapter = adapter_for(asked)
         except EvalmineError:  # a provider only a user's own registry serves
             continue
         state = getattr(adapter, "prepared_state", lambda: None)() or {}
         digests = state.get("digests") if isinstance(state, dict) else None
-        name = model.split("/", 1)[1] if "/" in model else model
+        name = asked.split("/", 1)[1] if "/" in asked else asked
         if isinstance(digests, dict) and isinstance(digests.get(name), str):
             builds[model] = {"adapter": str(adapter.name), "digest": digests[name]}
     return builds
