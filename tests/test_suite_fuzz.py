@@ -11,6 +11,7 @@ duplicate keys and broken bytes. Seed and example count are fixed so CI is repro
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -412,3 +413,145 @@ def test_any_bytes_in_a_csv_cases_file_load_or_are_refused_in_clean_lines(
         for line in str(exc).splitlines():
             assert LINE.match(line), f"not a one-line 'file: ...' problem: {line[:300]!r}"
             assert len(line) < 1000, f"an error line of {len(line)} characters"
+
+
+# Task schemas ----------------------------------------------------------------------------
+SCHEMA_SUITE = """\
+version: 1
+suite: fuzz
+models: [fake/a]
+tasks:
+  - id: t
+    kind: extract
+    prompt: "Give JSON."
+    schema_path: schema.json
+    cases: [{id: c}]
+"""
+KEYWORDS = [
+    "type", "properties", "required", "items", "prefixItems", "additionalItems", "enum",
+    "const", "anyOf", "oneOf", "allOf", "not", "if", "then", "else", "$ref", "$defs",
+    "definitions", "$anchor", "minItems", "maxItems", "minLength", "maxLength", "minimum",
+    "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "additionalProperties",
+    "patternProperties", "propertyNames", "contains", "minContains", "uniqueItems", "format",
+    "pattern", "minProperties", "maxProperties", "title", "$schema", "tpye", "propetries",
+]  # fmt: skip
+schema_words = st.sampled_from(
+    ["object", "array", "string", "integer", "number", "boolean", "null", "a", "b", "#",
+     "#/$defs/a", "#/properties/a", "#a", "^a", "(", "date", "email",
+     "http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2020-12/schema"]
+)  # fmt: skip
+schema_numbers = st.one_of(
+    st.sampled_from([0, 1, 2, 3, -1, 0.5, 1e7, 10**7, 1e18, 10**18, 1e308, -1e308]),
+    st.integers(-5, 5),
+)
+task_schemas = st.recursive(
+    st.booleans() | schema_numbers | schema_words | st.none(),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.lists(schema_words, max_size=3)
+        | st.dictionaries(schema_words, inner, max_size=3)
+        | st.dictionaries(st.sampled_from(KEYWORDS), inner, max_size=5)
+    ),
+    max_leaves=16,
+)
+
+
+TYPES = ["object", "array", "string", "integer", "number", "boolean", "null"]
+NAMES = st.sampled_from(["a", "b", "c"])
+BOUNDS = st.sampled_from([0, 1, 2, 3, 1e3, 10**7, 10**18])
+NUMBERS = st.sampled_from([-1e308, -1, 0, 0.2, 0.8, 1, 2, 3, 1e308])
+
+
+def shaped_schemas(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """Schemas that mostly pass the metaschema: the generator's and the analysis's input."""
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.sampled_from(TYPES) | st.lists(st.sampled_from(TYPES), min_size=1,
+                                                      max_size=3, unique=True),
+            "properties": st.dictionaries(NAMES, inner, max_size=3),
+            "required": st.lists(NAMES, max_size=3, unique=True),
+            "additionalProperties": inner,
+            "patternProperties": st.dictionaries(st.sampled_from(["^a", "b+"]), inner, max_size=1),
+            "items": inner,
+            "prefixItems": st.lists(inner, min_size=1, max_size=2),
+            "contains": inner,
+            "enum": st.lists(scalars, max_size=3),
+            "const": scalars,
+            "anyOf": st.lists(inner, min_size=1, max_size=3),
+            "oneOf": st.lists(inner, min_size=1, max_size=3),
+            "allOf": st.lists(inner, min_size=1, max_size=3),
+            "not": inner,
+            "$ref": st.sampled_from(["#", "#/$defs/a", "#/$defs/b", "#/properties/a", "#x"]),
+            "$defs": st.dictionaries(st.sampled_from(["a", "b"]), inner, max_size=2),
+            "$anchor": st.just("x"),
+            "minItems": BOUNDS,
+            "maxItems": BOUNDS,
+            "minLength": BOUNDS,
+            "maxLength": BOUNDS,
+            "minimum": NUMBERS,
+            "maximum": NUMBERS,
+            "exclusiveMinimum": NUMBERS,
+            "exclusiveMaximum": NUMBERS,
+            "format": st.sampled_from(["date", "email", "uri"]),
+            "uniqueItems": st.booleans(),
+            "tpye": st.just("string"),
+        },
+    )  # fmt: skip
+
+
+shaped = st.recursive(st.booleans() | st.just({}), shaped_schemas, max_leaves=12)
+
+
+@pytest.mark.filterwarnings("ignore")
+@seed(20261204)
+@settings(
+    max_examples=EXAMPLES,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(st.one_of(shaped, task_schemas, json_values))
+def test_any_json_as_a_task_schema_is_refused_in_clean_lines_or_answered_without_a_crash(
+    tmp_path_factory: pytest.TempPathFactory, schema: Any
+) -> None:
+    """Issue 20 item 2: whatever the schema file holds, the suite is refused in one line per
+    problem, or it loads and the fake adapter answers (or refuses in one line naming the
+    schema path), the answer check and every adapter's schema translation run, and nothing
+    raises anything else or hangs."""
+    from pytest_evalmine.adapters.anthropic import transform_schema
+    from pytest_evalmine.adapters.base import AdapterError, Request
+    from pytest_evalmine.adapters.fake import FakeAdapter
+    from pytest_evalmine.adapters.gemini import translate_schema
+    from pytest_evalmine.adapters.openai import strict_compatible
+    from pytest_evalmine.scoring.checks import check_answer
+
+    folder = tmp_path_factory.mktemp("schema")
+    (folder / "schema.json").write_text(json.dumps(schema), "utf-8")
+    (folder / "fuzz.eval.yaml").write_text(SCHEMA_SUITE, "utf-8")
+    try:
+        with hang_guard(HANG_S):
+            suite = load_suite(folder / "fuzz.eval.yaml", shown=SHOWN)
+    except EvalmineError as exc:
+        for line in str(exc).splitlines():
+            assert LINE.match(line), f"not a one-line 'file: ...' problem: {line[:300]!r}"
+            assert len(line) < 1000, f"an error line of {len(line)} characters"
+        return
+    task = suite.task("t")
+    assert isinstance(task.schema, dict)
+    with hang_guard(HANG_S):
+        translate_schema(task.schema)
+        transform_schema(task.schema)
+        strict_compatible(task.schema)
+        for prompt in ("one", "two", "three"):
+            request = Request(model="fake/a", prompt=prompt, schema=task.schema)
+            try:
+                text = asyncio.run(FakeAdapter().complete(request)).text
+            except AdapterError as exc:
+                assert exc.kind == "bad_request", exc
+                message = str(exc)
+                assert message.startswith("the fake adapter cannot answer this schema: $")
+                assert "\n" not in message and len(message) < 400
+                continue
+            check_answer(text, task.schema, task.schema_refs)

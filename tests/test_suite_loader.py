@@ -717,7 +717,9 @@ def test_schema_file_with_bad_json_is_refused(tmp_path: Path) -> None:
 def test_inline_schema_that_is_not_json_schema_is_refused(tmp_path: Path) -> None:
     document = base_suite()
     document["tasks"][1]["schema"] = {"type": 5}
-    expect_error(dump_suite(tmp_path, document), "$.tasks[1].schema", "not a valid JSON Schema")
+    expect_error(
+        dump_suite(tmp_path, document), "$.tasks[1].schema.type", "not a valid JSON Schema"
+    )
 
 
 def test_schema_file_that_is_not_json_schema_is_refused(tmp_path: Path) -> None:
@@ -725,7 +727,10 @@ def test_schema_file_that_is_not_json_schema_is_refused(tmp_path: Path) -> None:
     document = base_suite()
     document["tasks"][1]["schema_path"] = "out.json"
     expect_error(
-        dump_suite(tmp_path, document), "$", "not a valid JSON Schema", file=tmp_path / "out.json"
+        dump_suite(tmp_path, document),
+        "$.type",
+        "not a valid JSON Schema",
+        file=tmp_path / "out.json",
     )
 
 

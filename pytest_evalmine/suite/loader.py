@@ -37,7 +37,8 @@ from .reading import (
     read_text,
     resolve_file,
 )
-from .refs import SchemaRefs, collect_refs
+from .refs import SchemaRefs
+from .task_schema import check_task_schema
 from .template import Template, parse_template
 from .variants import missing_variant_problem, split_contender
 
@@ -599,8 +600,9 @@ def _inline_files(document: dict[str, Any], path: Path, shown: str, problems: Pr
             if target is not None:
                 schema_file = target
                 schema_shown = _shown_ref(shown, task["schema_path"])
+                before = len(problems.found)
                 schema = parse_json(read_text(target, schema_shown), schema_shown, "$", problems)
-                if schema is not None:
+                if len(problems.found) == before:  # a file holding null is checked, not dropped
                     task["schema"] = schema
             del task["schema_path"]
         if "cases_path" in task:
@@ -615,12 +617,15 @@ def _inline_files(document: dict[str, Any], path: Path, shown: str, problems: Pr
             sources.cases[index] = [
                 (shown, f"{where}.cases[{i}]") for i in range(len(task.get("cases", [])))
             ]
-        if isinstance(task.get("schema"), dict):
+        if "schema" in task:
             schema_where = "$" if schema_file != path else f"{where}.schema"
-            if _check_task_schema(task["schema"], schema_shown, schema_where, problems):
-                sources.schema_refs[index] = collect_refs(
-                    task["schema"], schema_file, schema_shown, schema_where, base, problems
-                )
+            checked = check_task_schema(
+                task["schema"], schema_file, schema_shown, schema_where, base, problems
+            )
+            if checked is not None:
+                task["schema"], refs = checked
+                if refs is not None:
+                    sources.schema_refs[index] = refs
     if "labels_path" in document:
         target = _resolve(base, document["labels_path"], shown, "$.labels_path", problems)
         if target is not None:
@@ -712,18 +717,6 @@ def _read_valid_entries(
             valid.append(entry)
             origins.append((file_shown, entry_where))
     return valid, origins
-
-
-def _check_task_schema(schema: dict[str, Any], shown: str, where: str, problems: Problems) -> bool:
-    from jsonschema import Draft202012Validator
-    from jsonschema.exceptions import SchemaError
-
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        problems.add(shown, where, f"not a valid JSON Schema: {clip(exc.message, 200)}")
-        return False
-    return True
 
 
 def _params_of(

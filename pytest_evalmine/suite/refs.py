@@ -10,6 +10,7 @@ touches the network; the answer check validates against a registry holding only 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,9 +64,12 @@ def collect_refs(
     where: str,
     suite_dir: Path,
     problems: Problems,
+    check_document: Callable[[dict[str, Any], str], bool] | None = None,
 ) -> SchemaRefs | None:
     """Every file the schema refers to, checked; None (problems added) when a reference is
-    remote, leaves the suite's folder, is missing, points to nothing or loops in place."""
+    remote, leaves the suite's folder, is missing, points to nothing or loops in place.
+    ``check_document(schema, shown)`` checks each referenced file's schema (False: refused,
+    problems added), as the task schema itself was checked."""
     before = len(problems.found)
     root_base = urljoin(schema_file.resolve().as_uri(), str(schema.get("$id", "")))
     documents: dict[str, Any] = {root_base.partition("#")[0]: schema}
@@ -112,6 +116,8 @@ def collect_refs(
             if not isinstance(content, dict):
                 if content is not None:
                     problems.add(ref_shown, "$", "a referenced schema is a JSON object")
+                continue
+            if check_document is not None and not check_document(content, ref_shown):
                 continue
             documents[uri] = content
             pending.append((content, path, uri, ref_shown, "$", depth + 1))
