@@ -276,6 +276,14 @@ OPTIONS: tuple[Option, ...] = (
         default=False,
     ),
     Option("glob", "file name pattern of suite files (ini only)", default="*.eval.yaml", cli=False),
+    Option(
+        "data_roots",
+        "folders, one a line, relative to the rootdir, that a suite's cases_path, labels_path "
+        "and schema_path may point into besides the rootdir and the suite's folder (ini only)",
+        kind="list",
+        default=(),
+        cli=False,
+    ),
 )
 
 
@@ -425,3 +433,70 @@ def cap_from(option_value: float | None, suite_limits: list[float]) -> tuple[flo
         source = "suite limits.max_cost_usd"
         return min(parse_number(v, source, minimum=0.0) for v in suite_limits), source
     return DEFAULT_CAP_USD, "default"
+
+
+# Where pytest looks for its configuration in a folder, in its order, and the table each file
+# must have to count (pytest.ini counts even without one).
+PYTEST_CONFIG_FILES = (
+    ("pytest.ini", "pytest"),
+    (".pytest.ini", "pytest"),
+    ("pyproject.toml", "tool.pytest.ini_options"),
+    ("tox.ini", "pytest"),
+    ("setup.cfg", "tool:pytest"),
+)
+
+
+def project_folders(rootdir: Path, data_roots: Any = None) -> tuple[Path, ...]:
+    """The folders a suite under ``rootdir`` may read its cases, labels and schema files
+    from, besides its own folder: the rootdir, then each folder of the ini key
+    ``evalmine_data_roots`` (relative to the rootdir, or absolute). ``data_roots`` None: the
+    key as the pytest configuration file in ``rootdir`` has it (``ini_data_roots``), for the
+    command line and the MCP server, which run without pytest."""
+    folders = ini_data_roots(rootdir) if data_roots is None else list(data_roots)
+    return (Path(rootdir), *(Path(rootdir) / folder for folder in folders))
+
+
+def ini_data_roots(rootdir: Path) -> list[str]:
+    """``evalmine_data_roots`` from the pytest configuration file of ``rootdir`` (the first
+    of ``PYTEST_CONFIG_FILES`` that counts), as pytest reads a ``linelist`` key: one folder a
+    line, blank lines dropped. The ``evalmine`` command reads this key only, from its
+    ``--rootdir``; every other setting it takes from its own options."""
+    import configparser
+
+    for name, table in PYTEST_CONFIG_FILES:
+        path = Path(rootdir) / name
+        if not path.is_file():
+            continue
+        if name == "pyproject.toml":
+            section = _toml_table(path, table.split("."))
+            if section is None:
+                continue
+            value = section.get("evalmine_data_roots", [])
+        else:
+            parser = configparser.ConfigParser(interpolation=None, strict=False)
+            try:
+                parser.read(path, encoding="utf-8")
+            except (configparser.Error, UnicodeDecodeError) as exc:
+                raise ValueError(f"{path}: cannot read: {exc}") from None
+            if not parser.has_section(table):
+                if name == "pytest.ini":
+                    return []
+                continue
+            value = parser.get(table, "evalmine_data_roots", fallback="")
+        lines = value.splitlines() if isinstance(value, str) else [str(v) for v in value]
+        return [line.strip() for line in lines if line.strip()]
+    return []
+
+
+def _toml_table(path: Path, keys: list[str]) -> dict[str, Any] | None:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10: pytest brings tomli
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        table: Any = tomllib.loads(path.read_text("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read: {exc}") from None
+    for key in keys:
+        table = table.get(key) if isinstance(table, dict) else None
+    return table if isinstance(table, dict) else None

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from .. import __version__, exitcodes
 from ..errors import EvalmineError, PriceError, RefusedError, SuiteError
-from ..options import add_options, resolve
+from ..options import add_options, ini_data_roots, project_folders, resolve
 
 USAGE_ERROR = 4
 SUITE_ERROR = 2  # as pytest reports a suite that does not load: a collection error
@@ -141,7 +141,12 @@ def _fail(exc: Exception, code: int) -> int:
 def _session(args: argparse.Namespace) -> Any:
     from ..engine.session import EvalSession, Settings
 
-    values = resolve(lambda dest: getattr(args, dest, None), lambda dest: None)
+    # The command reads one ini key, from the pytest configuration file of --rootdir: where
+    # a suite's data may lie (spec "Command line"); every other setting is an option here.
+    def ini(dest: str) -> Any:
+        return ini_data_roots(args.rootdir) if dest == "evalmine_data_roots" else None
+
+    values = resolve(lambda dest: getattr(args, dest, None), ini)
     return EvalSession(settings=Settings(values), rootdir=args.rootdir.resolve())
 
 
@@ -154,7 +159,8 @@ def _suite_name(args: argparse.Namespace) -> str:
     if args.suite.endswith((".yaml", ".yml")):
         from ..suite.loader import load_suite
 
-        return load_suite(args.rootdir / args.suite, shown=args.suite).name
+        roots = project_folders(args.rootdir)
+        return load_suite(args.rootdir / args.suite, shown=args.suite, roots=roots).name
     return str(args.suite)
 
 

@@ -20,6 +20,7 @@ from .. import exitcodes
 from ..engine.catalog import SuiteInfo, describe_suite, find_suite_files
 from ..engine.stored import RunDigest, StoredRun, digest, find_run, latest_run, list_runs
 from ..errors import EvalmineError
+from ..options import project_folders
 from ..reports.render import milliseconds, money, number, percent
 
 try:  # the tools' argument descriptions; pydantic comes with the SDK (the `mcp` extra)
@@ -494,7 +495,11 @@ class Tools:
             suite_file = confine(self.limits.root, suite)
             if not suite_file.is_file():
                 return refusal("not_found", f"{suite}: no such suite file under the suite root")
-            loaded = load_suite(suite_file, shown=_shown(suite_file, self.limits.root))
+            loaded = load_suite(
+                suite_file,
+                shown=_shown(suite_file, self.limits.root),
+                roots=project_folders(self.limits.root),
+            )
         except OutsideRoot as exc:
             return refusal("path_outside_root", str(exc))
         except EvalmineError as exc:
@@ -546,7 +551,8 @@ class Tools:
         from ..suite.loader import load_suite
 
         path = confine(self.limits.root, suite)
-        return load_suite(path, shown=_shown(path, self.limits.root)).name
+        shown = _shown(path, self.limits.root)
+        return load_suite(path, shown=shown, roots=project_folders(self.limits.root)).name
 
     def _find(self, reference: str) -> StoredRun:
         if "/" in reference or os.sep in reference or reference.startswith("."):

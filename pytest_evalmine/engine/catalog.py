@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EvalmineError
+from ..options import project_folders
 from .session import EvalSession, relative_to
 
 # Never walked: tool caches and environments, which can hold thousands of files.
@@ -49,7 +50,7 @@ def describe_suite(path: Path, rootdir: Path) -> SuiteInfo:
 
     shown = relative_to(path, rootdir)
     try:
-        suite = load_suite(path, shown=shown)
+        suite = load_suite(path, shown=shown, roots=project_folders(rootdir))
     except EvalmineError as exc:
         return SuiteInfo(path=shown, error=str(exc))
     return SuiteInfo(

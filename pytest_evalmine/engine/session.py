@@ -21,7 +21,7 @@ from ..errors import EvalmineError, PriceError, RefusedError
 from ..judging.criteria import criterion_request
 from ..judging.judge import judge_request, judge_text_chars
 from ..judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
-from ..options import HOME_ENV, cap_from, check_values, record_mode
+from ..options import HOME_ENV, cap_from, check_values, project_folders, record_mode
 from ..reports.render import money
 from ..run.dispatch import (
     BUDGET,
@@ -209,6 +209,11 @@ class EvalSession:
             by_name[endpoint.name] = endpoint
         return [by_name[name] for name in sorted(by_name)]
 
+    def file_roots(self) -> tuple[Path, ...]:
+        """The folders a suite's referenced files may lie in besides its own (spec "Suite
+        file", paths): the rootdir and the ini key ``evalmine_data_roots``'s folders."""
+        return project_folders(self.rootdir, self.settings.data_roots)
+
     def rpm_limits(self) -> dict[str, int]:
         limits = {e.name: e.rpm for e in self.endpoints() if e.rpm}
         for spec in self.settings.rpm:
@@ -274,7 +279,7 @@ class EvalSession:
         path = Path(path)
         if path not in self.suites:
             shown = relative_to(path, self.rootdir)
-            suite = load_suite(path, shown=shown)
+            suite = load_suite(path, shown=shown, roots=self.file_roots())
             validate_checks(suite, self.checkers, shown)
             self.suites[path] = suite
             recording = self.recording_for(suite)

@@ -15,7 +15,7 @@ from ..judging.binary import binary_from_verdicts
 from ..judging.criteria import CriterionVerdict
 from ..judging.headline import headline_from_pairs
 from ..judging.pairs import Pair
-from ..options import GateConfig
+from ..options import GateConfig, project_folders
 from ..reports.compare import find_previous, resolve
 from ..reports.compare import load as load_report
 from ..reports.cross_run import RunSide, cross_run
@@ -147,7 +147,7 @@ def _run_suite(run: StoredRun, report: dict[str, Any], rootdir: Path) -> Suite:
     """The run's suite file, refused when it no longer has the run's hash (its labels would
     give another calibration)."""
     suite_file = rootdir / report["suite"]["file"]
-    suite = load_suite(suite_file, shown=report["suite"]["file"])
+    suite = load_suite(suite_file, shown=report["suite"]["file"], roots=project_folders(rootdir))
     if suite.hash != report["suite"]["hash"]:
         raise EvalmineError(
             f"{report['suite']['file']}: the suite changed since run {run.run_id} "

@@ -28,7 +28,9 @@ from ..options import (
 from .canonical import sha256_hex
 from .reading import (
     Problems,
+    Roots,
     clip,
+    file_roots,
     parse_json,
     parse_yaml,
     path_key,
@@ -304,12 +306,14 @@ class Suite:
         )
 
 
-def load_suite(path: str | Path, shown: str | None = None) -> Suite:
+def load_suite(path: str | Path, shown: str | None = None, roots: Sequence[Path] = ()) -> Suite:
     """Load, validate and render a suite; every problem found raises one ``SuiteError``
     with one line each (up to a limit), sorted by file and path.
 
     ``shown`` is how errors name the file (relative to the rootdir); files the suite refers
-    to are named relative to it the same way."""
+    to are named relative to it the same way. ``roots``: the folders besides the suite's own
+    that those files may lie in (the rootdir, then the ini key ``evalmine_data_roots``'s);
+    a file anywhere else is refused, unread."""
     path = Path(path)
     shown = shown or str(path)
     document = parse_yaml(read_text(path, shown), shown)
@@ -323,7 +327,7 @@ def load_suite(path: str | Path, shown: str | None = None) -> Suite:
     problems.raise_any()
     _validate_suite(document, shown, problems)
     problems.raise_any()
-    sources = _inline_files(document, path, shown, problems)
+    sources = _inline_files(document, path, shown, problems, file_roots(path, roots))
     problems.raise_any()
     suite = _build(document, path, shown, sources, problems)
     problems.raise_any()
@@ -582,7 +586,9 @@ class _Sources:
     schema_refs: dict[int, SchemaRefs] = field(default_factory=dict)
 
 
-def _inline_files(document: dict[str, Any], path: Path, shown: str, problems: Problems) -> _Sources:
+def _inline_files(
+    document: dict[str, Any], path: Path, shown: str, problems: Problems, roots: Roots
+) -> _Sources:
     """Replace ``schema_path``, ``cases_path`` and ``labels_path`` by their contents.
 
     Paths are relative to the suite file. The suite hash is taken after inlining, so an edit
@@ -596,7 +602,9 @@ def _inline_files(document: dict[str, Any], path: Path, shown: str, problems: Pr
         where = f"$.tasks[{index}]"
         schema_file, schema_shown = path, shown
         if "schema_path" in task:
-            target = _resolve(base, task["schema_path"], shown, f"{where}.schema_path", problems)
+            target = _resolve(
+                base, task["schema_path"], shown, f"{where}.schema_path", problems, roots
+            )
             if target is not None:
                 schema_file = target
                 schema_shown = _shown_ref(shown, task["schema_path"])
@@ -606,7 +614,9 @@ def _inline_files(document: dict[str, Any], path: Path, shown: str, problems: Pr
                     task["schema"] = schema
             del task["schema_path"]
         if "cases_path" in task:
-            target = _resolve(base, task["cases_path"], shown, f"{where}.cases_path", problems)
+            target = _resolve(
+                base, task["cases_path"], shown, f"{where}.cases_path", problems, roots
+            )
             if target is not None:
                 file_shown = _shown_ref(shown, task["cases_path"])
                 task["cases"], sources.cases[index] = _read_cases(
@@ -627,7 +637,7 @@ def _inline_files(document: dict[str, Any], path: Path, shown: str, problems: Pr
                 if refs is not None:
                     sources.schema_refs[index] = refs
     if "labels_path" in document:
-        target = _resolve(base, document["labels_path"], shown, "$.labels_path", problems)
+        target = _resolve(base, document["labels_path"], shown, "$.labels_path", problems, roots)
         if target is not None:
             file_shown = _shown_ref(shown, document["labels_path"])
             document["labels"], sources.labels = _read_labels(target, file_shown, problems)
@@ -642,10 +652,12 @@ def _shown_ref(shown: str, relative: str) -> str:
     return os.path.normpath(os.path.join(os.path.dirname(shown), relative))
 
 
-def _resolve(base: Path, relative: str, shown: str, where: str, problems: Problems) -> Path | None:
+def _resolve(
+    base: Path, relative: str, shown: str, where: str, problems: Problems, roots: Roots
+) -> Path | None:
     # a name of control characters or blanks ("\r") would print as nothing: quote it then
     named = clip(relative) if relative.isprintable() and relative.strip() else quoted(relative)
-    return resolve_file(base / relative, shown, where, problems, named)
+    return resolve_file(base / relative, shown, where, problems, named, inside=roots)
 
 
 def _read_cases(

@@ -14,8 +14,10 @@ import csv
 import io
 import json
 import math
+import os
 import re
-from collections.abc import Callable, Iterator
+import stat
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -114,18 +116,35 @@ class Problems:
         raise SuiteError(*shown[0], more=shown[1:], hidden=len(ordered) - len(shown))
 
 
-def _check_size(path: Path, shown: str) -> None:
-    size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise SuiteError(shown, "", f"file of {size} bytes; the limit is {MAX_FILE_BYTES} bytes")
+def _read_limited(path: Path, shown: str) -> bytes:
+    """The bytes of the regular file ``path``, at most ``MAX_FILE_BYTES``. Opened without
+    blocking and checked on the open descriptor, so a file swapped for a FIFO or a device
+    after ``resolve_file`` looked at it is refused rather than read (a FIFO would wait for a
+    writer forever, ``/dev/zero`` never ends); read with a bound, so a file whose size says
+    0 (``/proc``) or that grows cannot be read past the limit."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(descriptor, "rb") as stream:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise SuiteError(shown, "", f"{_kind(mode)}, not a file")
+        size = os.fstat(descriptor).st_size
+        if size > MAX_FILE_BYTES:
+            raise SuiteError(
+                shown, "", f"file of {size} bytes; the limit is {MAX_FILE_BYTES} bytes"
+            )
+        data = stream.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise SuiteError(
+            shown, "", f"file of more than {MAX_FILE_BYTES} bytes; the limit is {MAX_FILE_BYTES}"
+        )
+    return data
 
 
 def read_bytes(path: Path, shown: str) -> bytes:
     """The file's bytes, for a reader that decodes them itself (a CSV file names the line of
     a byte that is not UTF-8)."""
     try:
-        _check_size(path, shown)
-        return path.read_bytes()
+        return _read_limited(path, shown)
     except OSError as exc:
         raise SuiteError(shown, "", f"cannot read: {exc.strerror or exc}") from None
     except ValueError as exc:  # a NUL byte in the path
@@ -133,15 +152,11 @@ def read_bytes(path: Path, shown: str) -> bytes:
 
 
 def read_text(path: Path, shown: str) -> str:
+    data = read_bytes(path, shown)
     try:
-        _check_size(path, shown)
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SuiteError(shown, "", f"cannot read: {exc.strerror or exc}") from None
-    except ValueError as exc:  # UnicodeDecodeError, or a NUL byte in the path
-        start = getattr(exc, "start", None)
-        reason = f"not UTF-8 text (byte {start})" if start is not None else f"cannot read: {exc}"
-        raise SuiteError(shown, "", reason) from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SuiteError(shown, "", f"not UTF-8 text (byte {exc.start})") from None
 
 
 # YAML -------------------------------------------------------------------------------------
@@ -672,27 +687,75 @@ def _csv_problem(message: str) -> str:
     return f"not valid CSV: {clip(message, 200)}"
 
 
+@dataclass(frozen=True)
+class Roots:
+    """The folders a suite may read a referenced file from, and how a refusal names them
+    (spec: "Suite file", paths)."""
+
+    folders: tuple[Path, ...]
+    named: str
+
+
+def file_roots(suite_file: Path, project: Sequence[Path] = ()) -> Roots:
+    """Where a suite's cases, labels and schema files may lie: its own folder and the
+    ``project`` folders (the rootdir, then the folders the ini key ``evalmine_data_roots``
+    names)."""
+    folders = (Path(suite_file).parent, *project)
+    if not project:
+        return Roots(folders, "the suite's folder")
+    if len(project) == 1:
+        named = "the rootdir and the suite's folder (the ini key evalmine_data_roots names more)"
+    else:
+        named = "the rootdir, the suite's folder and the folders evalmine_data_roots names"
+    return Roots(folders, named)
+
+
 def resolve_file(
     candidate: Path,
     shown: str,
     where: str,
     problems: Problems,
     named: str,
-    inside: Path | None = None,
+    inside: Path | Roots | None = None,
 ) -> Path | None:
-    """``candidate`` resolved, when it is a file (under ``inside`` when given); else None
-    with the problem added. ``named`` is how the problem names the reference."""
+    """``candidate`` resolved (symlinks followed) when it is a regular file inside
+    ``inside`` (a folder, or ``Roots``); else None with the problem added. The one rule for
+    every file a suite refers to (cases, labels, schemas and the files their ``$ref``s
+    name). Where it points is checked before anything else is looked at, so nothing outside
+    is even tested for existence; a directory, FIFO, device or socket is named as such and
+    never opened. ``named`` is how the problem names the reference."""
+    roots = Roots((inside,), "the suite's folder") if isinstance(inside, Path) else inside
     try:
         path = candidate.resolve()
-        outside = inside is not None and not path.is_relative_to(inside.resolve())
-        found = path.is_file()
-    except (OSError, ValueError) as exc:  # a NUL byte, a name too long for the system
+        outside = roots is not None and not any(
+            path.is_relative_to(folder.resolve()) for folder in roots.folders
+        )
+        mode = None if outside else os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        problems.add(shown, where, f"{named}: file not found")
+        return None
+    except (OSError, ValueError) as exc:  # a NUL byte, a name too long, no permission
         problems.add(shown, where, f"{named}: not a usable file path ({clip(str(exc))})")
         return None
     if outside:
-        problems.add(shown, where, f"{named} points outside the suite's folder")
-    elif not found:
-        problems.add(shown, where, f"{named}: file not found")
+        assert roots is not None
+        problems.add(shown, where, f"{named} points outside {roots.named}")
+    elif mode is not None and stat.S_ISDIR(mode):
+        problems.add(shown, where, f"{named}: a directory, not a file")
+    elif mode is not None and not stat.S_ISREG(mode):
+        problems.add(shown, where, f"{named}: {_kind(mode)}, not a file (not opened)")
     else:
         return path
     return None
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
