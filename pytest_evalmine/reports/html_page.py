@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..judging.headline import DAGGER
+from ..scoring.sandbox import SANDBOX_LINES
 from ..suite.loader import DEFAULT_MIN_LABELS
 from .labelling import KIND_TAGS, a_side, is_judged, label_fields, label_next, pair_id
 from .render import milliseconds, money
@@ -238,12 +239,14 @@ def _scorecard(report: dict[str, Any]) -> str:
         )
     cost = report.get("cost") or {}
     headers = ("model", "passed", "schema", "p50", "p95", "cost run", "if uncached")
+    sandbox = report.get("exec_sandbox")  # which sandbox ran the execution checks, if any
+    sandbox_p = f"<p>{_e(SANDBOX_LINES[sandbox])}</p>" if sandbox in SANDBOX_LINES else ""
     return (
         '<section id="scorecard"><h2>Scorecard</h2>'
         + _table(headers, rows)
         + f"<p>Cost {_usd(cost.get('spent_usd'))} this run, {_usd(cost.get('if_uncached_usd'))}"
         f" if uncached; cap {_usd(cost.get('cap_usd'))} ({_e(cost.get('cap_source', ''))}); "
-        f"prices pinned {_e(cost.get('prices_pinned', ''))}.</p></section>"
+        f"prices pinned {_e(cost.get('prices_pinned', ''))}.</p>{sandbox_p}</section>"
     )
 
 

@@ -15,6 +15,7 @@ from ..judging.calibration import Calibration
 from ..judging.headline import DAGGER, Headline
 from ..judging.winrate import WinRate
 from ..scoring.paired import ALL_PASS, SCORE
+from ..scoring.sandbox import sandbox_line
 from ..stats.estimators import Interval
 from ..stats.proportions import Proportion
 from .compare import routing_note
@@ -354,6 +355,8 @@ def scorecard_section(summary: RunSummary) -> Section:
             f"execution checks: {len(executed)} run, {sum(c['passed'] for c in executed)} "
             f"passed; network: {'isolated' if isolated else 'not isolated'}"
         )
+    if summary.exec_sandbox:
+        section.footer.append(sandbox_line(summary.exec_sandbox))
     section.footer.append(
         f"calls: {summary.calls_made} made, {summary.calls_cached} cached{judge_calls}; "
         "outcomes: " + ", ".join(f"{k} {v}" for k, v in summary.outcomes.items())

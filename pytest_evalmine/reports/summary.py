@@ -18,6 +18,7 @@ from ..judging.headline import Headline
 from ..options import GateConfig
 from ..run.records import AnswerRecord
 from ..scoring.paired import ModelComparison, compare_models
+from ..scoring.sandbox import BUBBLEWRAP, RESOURCE_LIMITS
 from .scorecard import ModelScore, TaskScore, score_models, task_scores
 
 REPORT_SCHEMA_VERSION = 1
@@ -88,6 +89,21 @@ class RunSummary:
             if model in self.model_builds
         ]
         return ", ".join(shown)
+
+    @property
+    def exec_sandbox(self) -> str | None:
+        """The sandbox the execution checks ran in (spec: "Execution checks"): the weaker
+        when both ran; None when none ran (a stored run of an older version records none)."""
+        kinds = {
+            run.get("sandbox")
+            for record in self.records
+            for check in record.checks
+            if check["name"] == "exec"
+            for run in check.get("runs") or ()
+        }
+        if RESOURCE_LIMITS in kinds:
+            return RESOURCE_LIMITS
+        return BUBBLEWRAP if BUBBLEWRAP in kinds else None
 
     @property
     def regression_failures(self) -> list[AnswerRecord]:
@@ -239,6 +255,7 @@ class RunSummary:
                 "prices_pinned": self.prices_pinned,
             },
             "usage_anomalies": self.usage_anomalies,
+            "exec_sandbox": self.exec_sandbox,
             "record_mode": self.record_mode,
             "adapter_routing": self.adapter_routing,
             "scorecard": [score.to_dict() for score in self.scores],

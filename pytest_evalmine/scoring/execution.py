@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any
 
 from ..suite.loader import NO_GOLD
 from .checks import Check
-from .sandbox import Limits, RunResult, make_workdir, run_sandboxed, sandbox_env, write_file
+from .sandbox import Limits, RunResult, check_sandbox, sandbox_env
 
 FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
 EXTENSIONS = {
@@ -59,32 +58,27 @@ def limits_from(options: Mapping[str, Any]) -> Limits:
 
 def execute(job: ExecJob) -> Check:
     """Setup (when given), then the ``run`` command once per code block with ``$ANSWER`` the
-    block's file, all in one fresh directory removed afterwards."""
+    block's file, all in one sandbox (one fresh directory) removed afterwards."""
     limits = limits_from(job.options)
-    workdir = make_workdir()
-    try:
-        extra = {"ANSWER_TEXT": str(write_file(workdir, "answer.txt", job.text))}
+    with check_sandbox() as box:
+        extra = {"ANSWER_TEXT": str(box.write_file("answer.txt", job.text))}
         if job.reference is not NO_GOLD:
             gold = json.dumps(job.reference, ensure_ascii=False)
-            extra["GOLD"] = str(write_file(workdir, "gold.json", gold))
-        env = sandbox_env(extra, str(workdir))
+            extra["GOLD"] = str(box.write_file("gold.json", gold))
+        env = sandbox_env(extra, str(box.workdir))
         runs: list[dict[str, Any]] = []
         setup = job.options.get("setup")
         if setup:
-            result = run_sandboxed(str(setup), workdir, limits, env)
+            result = box.run(str(setup), limits, env)
             runs.append({"block": "setup", **result.summary()})
             if not result.passed:
                 return _verdict(result, "setup", runs)
         blocks = code_blocks(job.text)
         for number, (extension, code) in enumerate(blocks, start=1):
-            path = write_file(workdir, f"answer_{number}.{extension}", code)
-            result = run_sandboxed(
-                str(job.options["run"]), workdir, limits, {**env, "ANSWER": str(path)}
-            )
+            path = box.write_file(f"answer_{number}.{extension}", code)
+            result = box.run(str(job.options["run"]), limits, {**env, "ANSWER": str(path)})
             runs.append({"block": number, **result.summary()})
         return _verdict(result, f"block {len(blocks)} of {len(blocks)}", runs)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _verdict(result: RunResult, which: str, runs: list[dict[str, Any]]) -> Check:
