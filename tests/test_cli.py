@@ -193,7 +193,16 @@ def test_compare_two_runs(capsys: pytest.CaptureFixture[str], stored: Path) -> N
 def test_every_subcommand_has_complete_help() -> None:
     parser = build_parser()
     subparsers = next(a for a in parser._actions if a.dest == "command").choices
-    assert set(subparsers) == {"validate", "prices", "suites", "runs", "last", "report", "compare"}
+    assert set(subparsers) == {
+        "validate",
+        "prices",
+        "suites",
+        "runs",
+        "last",
+        "report",
+        "compare",
+        "plan",
+    }
     for name, sub in subparsers.items():
         assert sub.description, name
         for action in sub._actions:

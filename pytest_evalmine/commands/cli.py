@@ -118,7 +118,36 @@ def build_parser() -> Parser:
     )
     compare.add_argument("--json", action="store_true", help="print the changes as JSON")
     report_dir(compare)
+
+    plan = command(
+        "plan",
+        "with zero network: the smallest delta the suite can detect, and the cases, labels "
+        "and repeats a question needs (from the suite's latest run, else stated assumptions)",
+    )
+    plan.add_argument("suite", metavar="SUITE", help="suite file")
+    add_options(plan.add_argument, None, names=("models", "baseline", "repeat"), prefix="--")
+    report_dir(plan)
+    add_plan_options(plan)
     return parser
+
+
+# (flag, Assumptions field, what it is): each overrides what the previous run measured.
+PLAN_OPTIONS = (
+    ("--delta", "delta_points", "the paired delta to detect, in points (default 5)"),
+    ("--discordance", "discordance", "share of cases passing for one model only (0.20)"),
+    ("--agreement", "agreement", "share of labels where judge and people agree (0.70)"),
+    ("--power", "power", "chance of detecting the delta (0.80)"),
+    ("--alpha", "alpha", "1 - the intervals' confidence (0.05)"),
+    ("--half-width", "half_width_points", "the PPI interval's half-width, in points (10)"),
+    ("--rho", "rho", "correlation of the judge's verdict with the human label (0.5)"),
+    ("--floor-precision", "floor_precision", "relative precision of the noise floor (0.25)"),
+)
+
+
+def add_plan_options(plan: argparse.ArgumentParser) -> None:
+    for flag, dest, text in PLAN_OPTIONS:
+        plan.add_argument(flag, dest=f"plan_{dest}", type=float, metavar="X", help=text)
+    plan.add_argument("--json", action="store_true", help="print the figures as JSON")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -331,7 +360,63 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_plan(args: argparse.Namespace) -> int:
+    from ..reports.compare import find_previous
+    from ..reports.compare import load as load_report
+    from ..reports.power_section import (
+        Assumptions,
+        power_figures,
+        power_from_report,
+        power_lines,
+        with_assumptions,
+    )
+    from ..stats.estimators import CATEGORIES
+
+    session = _session(args)
+    suite = session.load(args.rootdir / args.suite)
+    models = session.models_for(suite)
+    given = {dest: getattr(args, f"plan_{dest}") for _, dest, _ in PLAN_OPTIONS}
+    try:
+        assume = with_assumptions(Assumptions(), **given)
+        shares = [sum(label.prefer == c for label in suite.labels) for c in CATEGORIES]
+        judged = session.judge_model_for(suite) is not None
+        previous = find_previous(_report_root(args), suite.name)
+        if previous is not None:
+            report = load_report(previous)
+            figures = power_from_report(
+                report,
+                models=models,
+                label_shares=shares,
+                min_kappa=suite.judge.min_kappa,
+                judged=judged,
+                assume=assume,
+                source=f"run {report.get('run_id')} and assumptions",
+            )
+        else:
+            figures = power_figures(
+                cases=sum(len(task.cases) for task in suite.tasks),
+                repeats=session.settings.repeat,
+                candidates=[(models[0], m) for m in models[1:]],
+                judged=judged,
+                min_kappa=suite.judge.min_kappa,
+                labels=len(suite.labels),
+                label_shares=shares,
+                source="assumptions (no previous run)",
+                assume=assume,
+            )
+    except ValueError as exc:
+        raise EvalmineError(f"plan: {exc}") from None
+    if args.json:
+        print(json.dumps(figures, indent=2))
+        return 0
+    print(f"plan for suite {suite.name} ({args.suite}): {', '.join(models)}")
+    for line in power_lines(figures):
+        print(line)
+    return 0
+
+
 COMMANDS = {
+    "plan": cmd_plan,
     "validate": cmd_validate,
     "prices": cmd_prices,
     "suites": cmd_suites,

@@ -28,6 +28,7 @@ from .sections import (
     number,
     paired_section,
     percent,
+    power_section,
 )
 
 CATEGORIES = ("baseline", "tie", "candidate")
@@ -86,6 +87,8 @@ def html_pieces(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> Iter
     parts.append(_scorecard(report))
     if report.get("paired"):
         parts.append(_section_html(paired_section(report["paired"]), "paired"))
+    if report.get("power"):
+        parts.append(_section_html(power_section(report["power"]), "power"))
     if headline:
         parts.append(_exclusions(headline))
     if report.get("changes"):

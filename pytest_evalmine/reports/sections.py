@@ -21,6 +21,8 @@ from ..stats.proportions import Proportion
 from .compare import routing_note
 from .cross_run import cross_run_lines
 from .labelling import label_next
+from .power_section import TITLE as POWER_TITLE
+from .power_section import power_lines, summary_power
 from .render import HEADERS, money, number, percent, proportion_text, scorecard_rows
 from .scorecard import TaskScore
 from .summary import RunSummary, failure_reason
@@ -37,6 +39,8 @@ class Section:
     detail_lines: list[str] = field(default_factory=list)
     detail_tables: list[Table] = field(default_factory=list)
     footer: list[str] = field(default_factory=list)  # after the tables
+    # False: report.md and report.html only (planning figures, not the run's result).
+    in_terminal: bool = True
 
 
 def flagged(rate: WinRate) -> str:
@@ -524,6 +528,12 @@ def scores_section(summary: RunSummary) -> Section:
     return section
 
 
+def power_section(power: dict[str, Any]) -> Section:
+    """From report.json's ``power`` (spec: "Power and planning"); report.md and report.html
+    only: planning figures, not the run's result."""
+    return Section(POWER_TITLE, lines=power_lines(power), in_terminal=False)
+
+
 def regressions_section(summary: RunSummary) -> Section:
     """First in every report when a regression task failed: these block (exit 14)."""
     failures = summary.regression_failures
@@ -539,7 +549,7 @@ def regressions_section(summary: RunSummary) -> Section:
 
 def report_sections(summary: RunSummary) -> list[Section]:
     """regressions (when one failed), calibration, win rates, binary judges, release gate,
-    scorecard, per task, exclusions, label next, paired comparison, what changed."""
+    scorecard, per task, exclusions, label next, paired comparison, power, what changed."""
     headline = summary.headline
     sections: list[Section] = []
     if summary.regression_failures:
@@ -565,6 +575,7 @@ def report_sections(summary: RunSummary) -> list[Section]:
         ]
     if len(summary.models) > 1:
         sections.append(paired_section([c.to_dict() for c in summary.paired]))
+    sections.append(power_section(summary_power(summary)))
     if summary.changes is not None:
         sections.append(changes_section(summary.changes))
     return sections

@@ -19,6 +19,7 @@ from ..options import GateConfig
 from ..run.records import AnswerRecord
 from ..scoring.paired import ModelComparison, compare_models
 from ..scoring.sandbox import BUBBLEWRAP, RESOURCE_LIMITS
+from .power_section import summary_power
 from .scorecard import ModelScore, TaskScore, score_models, task_scores
 
 REPORT_SCHEMA_VERSION = 1
@@ -268,6 +269,7 @@ class RunSummary:
             "binary_judges": self.binary.to_dict() if self.binary else None,
             "binary_judges_note": self.binary_note,
             "paired": [comparison.to_dict() for comparison in self.paired],
+            "power": summary_power(self),
             "gate": self.gate.to_dict() if self.gate else None,
             "regressions": {
                 "tasks": list(self.regression_tasks),

@@ -46,7 +46,8 @@ def terminal_lines(
     if summary.partial:
         styled += [Line(t, FLAG) for t in fit(f"PARTIAL RUN: {summary.partial_reason}", width)]
     for section in report_sections(summary):
-        styled += terminal_section(section, width)
+        if section.in_terminal:
+            styled += terminal_section(section, width)
     if report_path is not None:
         styled += [Line(text) for text in fit(f"report: {report_path}", width)]
     if not_written is not None:

@@ -148,16 +148,30 @@ def kappa_interval(
     from Dirichlet(counts + 1/9) (the Bayesian bootstrap of the labels plus one pseudo-label
     spread over the cells) and kappa is computed from each draw. Every draw has chance
     agreement below 1, so the interval exists whenever there is a rating."""
-    import numpy as np
-
     if not ratings:
         return None
     index = {category: i for i, category in enumerate(CATEGORIES)}
     size = len(CATEGORIES)
-    counts = np.zeros(size * size)
+    counts = [0.0] * (size * size)
     for human, judge in ratings:
         counts[index[human] * size + index[judge]] += 1
-    cells = dirichlet(counts + KAPPA_PSEUDO_COUNT_PER_CELL, resamples, generator(seed))
+    return kappa_posterior_interval(counts, seed=seed, resamples=resamples, confidence=confidence)
+
+
+def kappa_posterior_interval(
+    counts: Sequence[float],
+    *,
+    seed: int,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
+) -> Interval:
+    """``kappa_interval`` over the nine cell counts (row-major, human by judge), which may
+    be fractional: the planner (``stats.power``) asks it about an expected table."""
+    import numpy as np
+
+    size = len(CATEGORIES)
+    alpha = np.asarray(counts, dtype=float) + KAPPA_PSEUDO_COUNT_PER_CELL
+    cells = dirichlet(alpha, resamples, generator(seed))
     table = cells.reshape(resamples, size, size)
     observed = np.trace(table, axis1=1, axis2=2)
     chance = (table.sum(axis=2) * table.sum(axis=1)).sum(axis=1)

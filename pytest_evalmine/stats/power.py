@@ -1,0 +1,292 @@
+"""Power and planning (spec: "Power and planning"): how many cases, labels and repeats a
+question needs, before it is asked. Closed forms over the normal approximations the
+project's own intervals reduce to (``statistics.NormalDist``); kappa's labels are searched
+with the project's kappa interval itself, numpy imported lazily by ``resample``.
+
+Every function takes ``alpha`` (the interval's two-sided level: 0.05 for the 95 % intervals
+of section 26) and, where a detection is planned, ``power`` (the chance of detecting it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from statistics import NormalDist
+
+from .resample import RESAMPLES
+
+ALPHA = 0.05
+POWER = 0.80
+MAX_LABELS = 10_000_000  # the kappa search gives up beyond this many labels
+
+
+def z_two_sided(alpha: float = ALPHA) -> float:
+    """z_{1-alpha/2}: 1.959963984540054 at alpha 0.05, the z of every 95 % interval."""
+    return NormalDist().inv_cdf(1 - alpha / 2)
+
+
+def z_sum(alpha: float = ALPHA, power: float = POWER) -> float:
+    """z_{1-alpha/2} + z_{power} (2.80 at 95 % and 80 %): an interval's lower end
+    delta_hat - z_{1-alpha/2} se clears 0 with chance ``power`` when the true delta is
+    this many standard errors."""
+    return z_two_sided(alpha) + NormalDist().inv_cdf(power)
+
+
+# paired deltas ----------------------------------------------------------------------------
+def paired_binary_mde(
+    cases: int, discordance: float, alpha: float = ALPHA, power: float = POWER
+) -> float | None:
+    """The smallest paired pass/fail delta (B - A, a proportion) detected with chance
+    ``power`` over ``cases`` cases, when a share ``discordance`` of the cases pass for one
+    side only.
+
+    Per case d = B - A is -1, 0 or 1; with p = P(d != 0) and delta = E[d],
+    Var(d) = p - delta^2. The paired interval (a bootstrap of mean(d), section 27) is
+    delta_hat +- z_{1-alpha/2} sqrt(Var(d) / n) to first order, so its lower end clears 0
+    with chance ``power`` when delta = k sqrt((p - delta^2) / n), k = z_{1-alpha/2} +
+    z_{power}; solved for delta: delta = k sqrt(p / (n + k^2)). None without a case or a
+    discordant one, and when that delta exceeds p (|delta| <= p: even every discordant case
+    changing one way is not detected with that chance)."""
+    if cases <= 0 or discordance <= 0:
+        return None
+    k = z_sum(alpha, power)
+    delta = k * math.sqrt(discordance / (cases + k * k))
+    return delta if delta <= discordance else None
+
+
+def paired_binary_cases(
+    delta: float, discordance: float, alpha: float = ALPHA, power: float = POWER
+) -> int | None:
+    """Cases for ``paired_binary_mde`` to reach ``delta``: n = k^2 (p - delta^2) / delta^2,
+    rounded up. None when delta > p: more cases changing one way than change at all."""
+    delta = abs(delta)
+    if delta <= 0 or delta > discordance:
+        return None
+    k = z_sum(alpha, power)
+    return max(1, math.ceil(k * k * (discordance - delta * delta) / (delta * delta)))
+
+
+def paired_continuous_mde(
+    cases: int, sd: float, alpha: float = ALPHA, power: float = POWER
+) -> float | None:
+    """The same for a per-case score difference of standard deviation ``sd`` (the checker
+    score): delta = k sd / sqrt(n)."""
+    if cases <= 0:
+        return None
+    return z_sum(alpha, power) * sd / math.sqrt(cases)
+
+
+def paired_continuous_cases(
+    delta: float, sd: float, alpha: float = ALPHA, power: float = POWER
+) -> int | None:
+    """n = (k sd / delta)^2, rounded up; None for a delta of 0."""
+    if delta == 0:
+        return None
+    return max(1, math.ceil((z_sum(alpha, power) * sd / abs(delta)) ** 2))
+
+
+def sd_from_interval(low: float, high: float, cases: int, alpha: float = ALPHA) -> float:
+    """The per-case difference's standard deviation behind a paired interval over ``cases``
+    cases: (high - low) / (2 z) sqrt(n), the normal approximation read backwards (what a
+    report.json, which keeps no per-case scores, still tells)."""
+    return (high - low) / (2 * z_two_sided(alpha)) * math.sqrt(cases)
+
+
+# kappa ------------------------------------------------------------------------------------
+Table = Sequence[Sequence[float]]
+
+
+def agreement_table(agreement: float, shares: Sequence[float]) -> list[list[float]]:
+    """Cell probabilities for a judge that agrees with people on a share ``agreement`` of
+    the labels, both using the categories in proportions ``shares``: the common-marginals
+    model pi_ij = s_i s_j (1 - kappa) + [i = j] kappa s_i, whose raw agreement is
+    ``agreement`` and whose kappa is (agreement - p_e) / (1 - p_e), p_e = sum s_i^2.
+    Raises ValueError when the agreement is below chance (kappa would be < 0) or above 1."""
+    total = sum(shares)
+    s = [share / total for share in shares]
+    chance = sum(x * x for x in s)
+    if not chance <= agreement <= 1 or chance >= 1:
+        raise ValueError(f"agreement {agreement:g} must lie between chance ({chance:.2f}) and 1")
+    kappa = (agreement - chance) / (1 - chance)
+    size = len(s)
+    return [
+        [s[i] * s[j] * (1 - kappa) + (kappa * s[i] if i == j else 0.0) for j in range(size)]
+        for i in range(size)
+    ]
+
+
+def kappa_and_variance(table: Table) -> tuple[float, float] | None:
+    """Cohen's kappa of cell probabilities (or counts) and the variance of its estimate on
+    one label: n Var(kappa_hat) by the delta method over the multinomial cells,
+    sum pi_ij g_ij^2 - (sum pi_ij g_ij)^2 with g_ij = d kappa / d pi_ij
+    = ([i = j](1 - p_e) - (1 - p_o)(c_i + r_j)) / (1 - p_e)^2 (r rows, c columns). The
+    project's kappa interval (a Dirichlet posterior over the cells, section 17) is this
+    normal to first order. None when p_e = 1."""
+    total = sum(sum(row) for row in table)
+    pi = [[cell / total for cell in row] for row in table]
+    size = len(pi)
+    rows = [sum(pi[i]) for i in range(size)]
+    columns = [sum(pi[r][j] for r in range(size)) for j in range(size)]
+    observed = sum(pi[i][i] for i in range(size))
+    chance = sum(rows[i] * columns[i] for i in range(size))
+    if chance >= 1:
+        return None
+    kappa = (observed - chance) / (1 - chance)
+    first = second = 0.0
+    for i in range(size):
+        for j in range(size):
+            g = ((1 - chance) * (i == j) - (1 - observed) * (columns[i] + rows[j])) / (
+                1 - chance
+            ) ** 2
+            first += pi[i][j] * g
+            second += pi[i][j] * g * g
+    return kappa, max(0.0, second - first * first)
+
+
+def kappa_labels_normal(
+    table: Table, min_kappa: float, alpha: float = ALPHA, power: float = POWER
+) -> int | None:
+    """Labels for kappa's lower end to clear ``min_kappa`` with chance ``power`` under the
+    normal approximation alone: n = k^2 v / (kappa - min_kappa)^2 (v from
+    ``kappa_and_variance``), rounded up. None when kappa is not above the floor (no number
+    of labels clears it)."""
+    found = kappa_and_variance(table)
+    if found is None or found[0] <= min_kappa:
+        return None
+    kappa, variance = found
+    k = z_sum(alpha, power)
+    return max(1, math.ceil(k * k * variance / (kappa - min_kappa) ** 2))
+
+
+def kappa_labels(
+    table: Table,
+    min_kappa: float,
+    alpha: float = ALPHA,
+    power: float = POWER,
+    *,
+    resamples: int = RESAMPLES,
+) -> int | None:
+    """Labels for the project's kappa interval (section 17) to have its lower end at or
+    above ``min_kappa`` with chance ``power``, for a judge whose agreement with people is
+    ``table`` (cell probabilities or counts).
+
+    The interval's lower end L on n labels sits below kappa_hat by about the distance the
+    posterior of the expected table (n pi, plus the interval's 1/9 pseudo-label per cell)
+    puts it, L(n); kappa_hat varies across label sets with standard deviation sqrt(v / n).
+    So L clears the floor with chance ``power`` when L(n) - z_{power} sqrt(v / n) >=
+    min_kappa. The normal approximation alone (``kappa_labels_normal``) ignores the
+    pseudo-label's pull towards 0 and the posterior's skew, and planned about 0.75 power in
+    simulation; this bisection over n with the interval itself plans 0.80. numpy (through
+    ``resample``). None when kappa is not above the floor."""
+    from .resample import kappa_posterior_interval
+
+    found = kappa_and_variance(table)
+    start = kappa_labels_normal(table, min_kappa, alpha, power)
+    if found is None or start is None:
+        return None
+    total = sum(sum(row) for row in table)
+    cells = [cell / total for row in table for cell in row]
+    z_power = NormalDist().inv_cdf(power)
+
+    def clears(n: int) -> bool:
+        low = kappa_posterior_interval(
+            [n * cell for cell in cells], seed=0, resamples=resamples, confidence=1 - alpha
+        ).low
+        return low - z_power * lower_end_sd(cells, n, alpha) >= min_kappa
+
+    low, high = 0, start
+    while not clears(high):
+        low, high = high, 2 * high
+        if high > MAX_LABELS:
+            return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if clears(middle) else (middle, high)
+    return high
+
+
+def lower_end_sd(cells: Sequence[float], n: int, alpha: float = ALPHA) -> float:
+    """How much kappa's interval's lower end varies across sets of n labels: the delta
+    method over the multinomial cells applied to the end itself, kappa - z sqrt(v / n), not
+    to kappa alone. A set that agrees more also has a narrower interval (v falls as kappa
+    rises), so the end moves further than kappa does: planned with kappa's own spread, the
+    labels reached 0.775 power instead of 0.80 in simulation. The gradient is numerical
+    (central differences); the end is homogeneous of degree 0 in the cells, so the
+    multinomial variance is sum pi g^2 - (sum pi g)^2 over the nine cells."""
+    z = z_two_sided(alpha)
+    size = round(math.sqrt(len(cells)))
+
+    def end(values: Sequence[float]) -> float:
+        table = [list(values[r * size : (r + 1) * size]) for r in range(size)]
+        found = kappa_and_variance(table)
+        assert found is not None
+        return found[0] - z * math.sqrt(found[1] / n)
+
+    step = 1e-6
+    gradient = []
+    for i in range(len(cells)):
+        up = [c + (step if j == i else 0.0) for j, c in enumerate(cells)]
+        down = [c - (step if j == i and c >= step else 0.0) for j, c in enumerate(cells)]
+        gradient.append((end(up) - end(down)) / (sum(up) - sum(down)))
+    first = sum(c * g for c, g in zip(cells, gradient, strict=True))
+    second = sum(c * g * g for c, g in zip(cells, gradient, strict=True))
+    return math.sqrt(max(0.0, second - first * first) / n)
+
+
+# prediction-powered inference -------------------------------------------------------------
+def ppi_labels(
+    half_width: float,
+    variance: float,
+    rho: float,
+    unlabelled: int,
+    alpha: float = ALPHA,
+) -> int:
+    """Human (audit) labels for a prediction-powered interval of half-width ``half_width``
+    on the mean of an outcome of variance ``variance``, when the judge's score correlates
+    ``rho`` with the human label and ``unlabelled`` items carry only the judge's score.
+
+    PPI++ (Angelopoulos, Duchi & Zrnic 2023) with its variance-optimal weight
+    lambda = Cov / Var(judge) x N / (N + n) has variance Var(Y) / n x (1 - rho^2 N / (N + n))
+    (N unlabelled, n labelled); labels alone (rho = 0) need n = z^2 Var(Y) / h^2, an upper
+    bound. Setting z^2 Var(Y) (N (1 - rho^2) + n) = h^2 n (N + n) gives the quadratic
+    h^2 n^2 + (h^2 N - z^2 V) n - z^2 V N (1 - rho^2) = 0, whose positive root, rounded up,
+    is returned."""
+    if half_width <= 0:
+        raise ValueError("the half-width must be positive")
+    zz_v = z_two_sided(alpha) ** 2 * variance
+    h2 = half_width * half_width
+    n_big = max(0, unlabelled)
+    b = h2 * n_big - zz_v
+    c = zz_v * n_big * (1 - rho * rho)
+    n = (-b + math.sqrt(b * b + 4 * h2 * c)) / (2 * h2)
+    return max(1, math.ceil(n - 1e-9))
+
+
+def ppi_half_width(
+    labels: int, variance: float, rho: float, unlabelled: int, alpha: float = ALPHA
+) -> float:
+    """The half-width ``ppi_labels`` plans for: z sqrt(V / n (1 - rho^2 N / (N + n)))."""
+    n_big = max(0, unlabelled)
+    shrink = 1 - rho * rho * n_big / (n_big + labels)
+    return z_two_sided(alpha) * math.sqrt(variance / labels * shrink)
+
+
+# noise floor ------------------------------------------------------------------------------
+def floor_precision(cases: int, repeats: int, alpha: float = ALPHA) -> float | None:
+    """The relative 95 % half-width of the noise floor (section 27) measured over ``cases``
+    cases of ``repeats`` repeats each: floor = z sqrt(2 W / n), W the mean of n per-case
+    variances on R - 1 degrees of freedom each. For normal scores of one spread,
+    Var(W) / W^2 = 2 / (n (R - 1)), and the floor, a square root, has half that relative
+    standard error: 1 / sqrt(2 n (R - 1)). None below two repeats (no floor)."""
+    if repeats < 2 or cases <= 0:
+        return None
+    return z_two_sided(alpha) / math.sqrt(2 * cases * (repeats - 1))
+
+
+def floor_repeats(cases: int, precision: float, alpha: float = ALPHA) -> int | None:
+    """Repeats for the floor to be known within +-``precision`` (relative, at 95 %):
+    R = 1 + ceil(z^2 / (2 n precision^2)), at least 2. None without a case."""
+    if cases <= 0 or precision <= 0:
+        return None
+    z = z_two_sided(alpha)
+    return max(2, 1 + math.ceil(z * z / (2 * cases * precision * precision) - 1e-9))
