@@ -32,6 +32,7 @@ def test_the_items_of_one_task_and_model_share_one_marker(pytester: pytest.Pytes
             "kind": item.spec.task.kind,
             "model": item.spec.model,
             "provider": "fake",
+            "variant": None,  # a plain model; MODEL@VARIANT names its variant here
         }
         marks.setdefault((item.spec.task.id, item.spec.model), set()).add(id(mark))
     # 2 tasks x 2 models; the triage task has two cases, so two items per marker there.
