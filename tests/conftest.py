@@ -9,19 +9,21 @@ import textwrap
 from pathlib import Path
 from typing import Any, NoReturn
 
-import httpcore  # noqa: F401
 import numpy  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
 
+import pytest_evalmine.adapters.aiohttp_transport  # noqa: F401
+from pytest_evalmine import redaction
 from pytest_evalmine.suite.builtin import BUILTIN_SUITES, DATA_ENV
 
 # The statistics import numpy and scipy when first needed. pytester's in-process runs unload
 # every module imported during the run, and numpy refuses to load twice in one process, so
 # the test process loads them once, up front (a real pytest run imports them once anyway).
-# httpcore likewise: httpx imports it lazily but keeps the exception map of its first import,
-# so an httpcore loaded anew after a pytester run would raise exceptions httpx no longer maps
-# (httpcore.ConnectError escaping instead of httpx.ConnectError).
+# The adapters' HTTP client likewise: new_client imports aiohttp (and httpx-aiohttp) lazily,
+# and an aiohttp loaded anew after a pytester run would meet its C extensions (parser,
+# multidict, yarl) kept from the first load, with exception classes the new one no longer
+# catches.
 
 SMALL_SUITE = """\
 version: 1
@@ -85,6 +87,10 @@ PUBLIC_DATA_OVERRIDE = os.environ.get(DATA_ENV)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("EVALMINE_MAX_COST", "EVALMINE_HOME", DATA_ENV):
         monkeypatch.delenv(name, raising=False)
+    # A process redacts every key it ever loaded; pytester's in-process runs share this one,
+    # so each test starts with none, as a pytest process of its own would (a key an earlier
+    # test loaded could otherwise redact, and be counted in, this test's texts).
+    monkeypatch.setattr(redaction, "_loaded", redaction._secrets(frozenset()))
 
 
 def unavailable(message: str) -> NoReturn:
