@@ -188,6 +188,7 @@ def test_pair_to_dict_is_json_with_candidate_verdict_per_pass() -> None:
         "baseline_checks",
         "candidate_checks",
         "label",
+        "audit",
     }
     assert [p["candidate_verdict"] for p in data["passes"]] == ["win", "tie"]
     assert [p["order"] for p in data["passes"]] == [BASELINE_FIRST, CANDIDATE_FIRST]

@@ -4,7 +4,6 @@ Rogan-Gladen corrected pass rate. Pure core: verdicts and the suite in, one resu
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from typing import Any
 
 from ..stats.misclassification import CorrectedRate, rogan_gladen
 from ..stats.proportions import Proportion
+from ..stats.sampling import in_hash_sample
 from ..suite.loader import CriterionLabel, Suite
 from .criteria import FAIL, PASS, CriterionVerdict, criteria_record
 
@@ -25,8 +25,7 @@ UNCALIBRATED = "UNCALIBRATED"
 def in_test_split(task: str, case: str) -> bool:
     """A case's labels are test labels when the hash of its id falls in the lower half: the
     split never depends on the labels, the judge or the run, so it cannot be tuned."""
-    digest = hashlib.sha256(f"{task}\x1f{case}".encode()).hexdigest()
-    return int(digest[:8], 16) < TEST_FRACTION * 2**32
+    return in_hash_sample(TEST_FRACTION, task, case)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import Any
 from ..run.dispatch import Dispatcher
 from ..run.records import AnswerRecord
 from ..suite.loader import Suite
+from .audit import AUDIT_HASH, AuditEstimate, audit_estimates, audit_fraction, mark_audit_sample
 from .calibration import Calibration, calibrate, calibrate_per_candidate
 from .judge import JudgeRecord, judge_pairs, judge_record, task_prompt
 from .pairs import Pair, apply_check_overrides, plan_pairs
@@ -30,6 +31,9 @@ class Headline:
     per_task: list[WinRate]
     bias: PositionBias
     excluded: dict[str, dict[str, int]] = field(default_factory=dict)
+    # per candidate: the prediction-powered estimate from the audit sample's labels
+    ppi: dict[str, AuditEstimate] = field(default_factory=dict)
+    audit_fraction: float = 1.0
 
     @cached_property
     def pair_dicts(self) -> list[dict[str, Any]]:
@@ -89,6 +93,8 @@ class Headline:
                 for rate in self.overall
             },
             "exclusions": self.excluded,
+            "audit": {"fraction": self.audit_fraction, "hash": AUDIT_HASH},
+            "ppi": {candidate: estimate.to_dict() for candidate, estimate in self.ppi.items()},
             "check_overrides": {
                 c.candidate: self.check_overrides(c.candidate) for c in self.overall
             },
@@ -137,6 +143,8 @@ def headline_from_pairs(
 ) -> Headline:
     """Calibration, win rates and bias of pairs already judged: after judging, and when a
     stored run's report is rendered again from its pairs.jsonl (no call, no cost)."""
+    fraction = audit_fraction(suite)
+    mark_audit_sample(pairs, fraction)
     calibration = calibrate(
         suite.labels,
         pairs,
@@ -161,4 +169,6 @@ def headline_from_pairs(
         per_task=per_task,
         bias=position_bias(pairs),
         excluded=exclusions(pairs),
+        ppi=audit_estimates(pairs, candidates, fraction, suite.judge.min_labels),
+        audit_fraction=fraction,
     )

@@ -87,6 +87,8 @@ class Pair:
     label: str | None = None
     # M19: the judge preferred the side whose checks failed over one whose checks passed.
     check_override: bool = False
+    # In the audit sample (judging/audit.py): its label, if any, enters the PPI estimate.
+    audit: bool = False
 
     @property
     def calls(self) -> list[JudgePass]:

@@ -18,7 +18,15 @@ from typing import Any
 from ..judging.headline import DAGGER
 from ..scoring.sandbox import SANDBOX_LINES
 from ..suite.loader import DEFAULT_MIN_LABELS
-from .labelling import KIND_TAGS, a_side, is_judged, label_fields, label_next, pair_id
+from .labelling import (
+    KIND_TAGS,
+    a_side,
+    audit_order,
+    is_judged,
+    label_fields,
+    label_next,
+    pair_id,
+)
 from .render import milliseconds, money
 from .sections import (
     Section,
@@ -218,6 +226,17 @@ def _win_rates(headline: dict[str, Any]) -> str:
             f'<div class="chart">{win_rate_svg(per_task, "Win rates per task", with_task=True)}'
             "</div>",
         ]
+    for ppi in (headline.get("ppi") or {}).values():
+        flag = (
+            ""
+            if ppi.get("headline_eligible")
+            else f" {DAGGER} not a headline: " + "; ".join(ppi.get("ineligible_reasons") or [])
+        )
+        parts.append(
+            f"<p>{_e(ppi.get('candidate'))}: {_e(ppi.get('text'))}; audit sample: "
+            f"{_e(ppi.get('audit_labels'))} of {_e(ppi.get('sample_pairs'))} pairs labelled"
+            f"{_e(flag)}</p>"
+        )
     parts.append(
         f"<p>Judge position bias: slot 1 won {_pct(bias.get('slot_1_share'))} of "
         f"{_e(bias.get('decisive_passes', 0))} decisive passes.</p></section>"
@@ -314,7 +333,25 @@ def labelling_data(
         "already_labelled": already,
         "pairs": entries,
         "next_order": [index[(s.task, s.case, s.candidate)] for s in suggestions],
+        "audit_order": audit_order(judged),
     }
+
+
+def _audit_progress(report: dict[str, Any], judged: Sequence[dict[str, Any]]) -> str:
+    """How many of the audit sample's pairs are labelled: only their labels enter the
+    prediction-powered estimate (spec: "Prediction-powered estimates")."""
+    sample = [p for p in judged if p.get("audit")]
+    if not sample:
+        return ""
+    labelled = sum(1 for p in sample if p.get("label"))
+    fraction = ((report.get("headline") or {}).get("audit") or {}).get("fraction")
+    return (
+        f'<p id="audit-progress">Audit sample: <strong>{labelled} of {len(sample)}</strong> '
+        f"pairs labelled (fraction {_num(fraction)} of the pairs, by a hash of task, case and "
+        'candidate). Only their labels enter the human-preference estimate; "label the audit '
+        'sample" shows them in their own random order, so stopping early keeps a random '
+        "sample.</p>\n"
+    )
 
 
 def _pair_entry(pair: dict[str, Any], tags: list[str]) -> dict[str, Any]:
@@ -379,6 +416,7 @@ def _labelling(
         )
         return
     data = labelling_data(report, judged, suggestions, lazy=True)
+    yield _audit_progress(report, judged)
     yield """<h2>Label pairs blind</h2>
 <p class="muted">Model names are hidden; which answer is A comes from a hash of the pair. Choose
 with the buttons or <kbd>1</kbd> prefer A, <kbd>2</kbd> tie, <kbd>3</kbd> prefer B;
@@ -388,7 +426,8 @@ browser (per run); "Copy labels" gives YAML entries for the suite's <code>labels
 <code>labels_path</code> file.</p>
 <section id="labelling" hidden>
 <div class="lab-bar"><label>Order <select id="lab-order"><option value="next">label next first
-</option><option value="suite">suite order</option></select></label>
+</option><option value="audit">label the audit sample</option><option value="suite">suite order
+</option></select></label>
 <button id="lab-prev" type="button">&larr; previous</button>
 <button id="lab-next" type="button">next &rarr;</button>
 <button id="lab-open" type="button">next unlabelled</button>

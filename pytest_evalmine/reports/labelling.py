@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..judging.audit import audit_rank
 from ..suite.canonical import sha256_hex
 
 # Why a pair is worth a label, most instructive first (the order of the list).
@@ -135,3 +136,14 @@ def label_next(pairs: Sequence[dict[str, Any]], min_labels: int) -> list[Suggest
         ranked.append(((tier, spread, labelled[task]), suggestion))
     ranked.sort(key=lambda entry: entry[0])
     return [suggestion for _, suggestion in ranked]
+
+
+def audit_order(judged: Sequence[dict[str, Any]]) -> list[int]:
+    """Indices of the judged pairs in the audit sample, in the sample's own random order
+    (the hash rank): labelled in this order, the labels at any point are a random sample of
+    the pairs, which the estimate needs. ("next unlabelled" skips those already labelled.)"""
+    sample = [i for i, p in enumerate(judged) if p.get("audit")]
+    return sorted(
+        sample,
+        key=lambda i: audit_rank(judged[i]["task"], judged[i]["case"], judged[i]["candidate"]),
+    )

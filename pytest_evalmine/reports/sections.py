@@ -126,6 +126,7 @@ def win_rate_section(headline: Headline, scores: Any) -> Section:
             section.lines.append(
                 f"  {DAGGER} not a headline: " + "; ".join(rate.ineligible_reasons)
             )
+        section.lines += ppi_lines(headline, rate.candidate)
     schema = ", ".join(
         f"{s.model} {proportion_text(s.schema_all.proportion)}" for s in scores if s.schema_all.n
     )
@@ -135,6 +136,19 @@ def win_rate_section(headline: Headline, scores: Any) -> Section:
     flag = f" {DAGGER} significantly away from 50%" if bias.flagged else ""
     section.lines.append(f"judge position bias: {bias.describe()}{flag}")
     return section
+
+
+def ppi_lines(headline: Headline, candidate: str) -> list[str]:
+    """The prediction-powered estimate beside the judge's raw rate (spec: "Prediction-powered
+    estimates"), with how much of the audit sample is labelled."""
+    ppi = headline.ppi.get(candidate)
+    if ppi is None:
+        return []
+    sample = f"audit sample: {ppi.audit_labels} of {ppi.sample_pairs} pairs labelled"
+    lines = [f"  {ppi.describe()}; {sample}"]
+    if not ppi.headline_eligible:
+        lines.append(f"  {DAGGER} not a headline (PPI): " + "; ".join(ppi.ineligible_reasons))
+    return lines
 
 
 def _with_flag(text: str, eligible: bool) -> str:

@@ -236,6 +236,9 @@ class JudgeConfig:
     temperature: float = DEFAULT_JUDGE_TEMPERATURE
     min_labels_per_class: int = DEFAULT_MIN_LABELS_PER_CLASS
     min_recall: float = DEFAULT_MIN_RECALL
+    # judge.audit.fraction: the share of pairs in the audit sample; None: about 30 per
+    # candidate (judging/audit.py)
+    audit_fraction: float | None = None
 
 
 @dataclass(frozen=True)
@@ -925,6 +928,7 @@ def _build(
     judge_raw = document.get("judge", {})
     calibration = judge_raw.get("calibration", {})
     criteria = judge_raw.get("criteria", {})
+    audit = judge_raw.get("audit", {})
     # one labels list holds both kinds: a criterion label is the one naming a criterion
     entries = list(zip(document.get("labels", []), sources.labels, strict=True))
     preference = [(raw, origin) for raw, origin in entries if "criterion" not in raw]
@@ -942,6 +946,7 @@ def _build(
             criteria.get("min_labels_per_class", DEFAULT_MIN_LABELS_PER_CLASS)
         ),
         min_recall=float(criteria.get("min_recall", DEFAULT_MIN_RECALL)),
+        audit_fraction=(None if audit.get("fraction") is None else float(audit["fraction"])),
     )
     return Suite(
         path=path,

@@ -126,7 +126,10 @@
   el("lab-open").addEventListener("click", nextOpen);
   el("copy-labels").addEventListener("click", copyLabels);
   el("lab-order").addEventListener("change", function (e) {
-    order = e.target.value === "suite" ? suiteOrder : (data.next_order.length ? data.next_order : suiteOrder);
+    var next = data.next_order.length ? data.next_order : suiteOrder;
+    // the audit sample in its own random order: a prefix of it is still a random sample
+    var audit = data.audit_order && data.audit_order.length ? data.audit_order : next;
+    order = e.target.value === "suite" ? suiteOrder : (e.target.value === "audit" ? audit : next);
     pos = 0;
     show();
   });
