@@ -18,7 +18,8 @@ from pytest_evalmine.judging.audit import (
     audit_rank,
     in_audit_sample,
 )
-from pytest_evalmine.judging.binary import in_test_split
+from pytest_evalmine.judging.binary import binary_from_verdicts, in_test_split
+from pytest_evalmine.judging.criteria import FAIL, PASS, CriterionVerdict
 from pytest_evalmine.judging.headline import headline_from_pairs
 from pytest_evalmine.judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
 from pytest_evalmine.reports.html_page import render_html
@@ -357,3 +358,43 @@ def test_the_reports_show_the_estimate_and_the_audit_sample(tmp_path: Path) -> N
     assert [headline.pair_dicts[i]["case"] for i in order] == sorted(
         audit, key=lambda c: audit_rank("t", c, "fake/cand")
     )
+
+
+# --- binary judges ------------------------------------------------------------------------
+BINARY_CASES = [f"c{i}" for i in range(60)]
+
+
+def test_a_binary_criterion_gets_a_ppi_pass_rate_from_test_split_labels_only(
+    tmp_path: Path,
+) -> None:
+    """The judge matches every test-split label and contradicts every dev-split one (which a
+    person chose to tune the wording). lambda is 1 and the estimate is the judge's own pass
+    rate; had the dev labels counted, it would be pulled towards FAIL."""
+    test = [c for c in BINARY_CASES if in_test_split("reply", c)]
+    dev = [c for c in BINARY_CASES if c not in test]
+    human = {c: PASS if i % 3 else FAIL for i, c in enumerate(test)}
+    lines = [
+        f"  - {{task: reply, case: {c}, model: fake/alpha, criterion: polite, label: {label}}}\n"
+        for c, label in [*human.items(), *((c, FAIL) for c in dev[:20])]
+    ]
+    text = (
+        "version: 1\nsuite: binary\nmodels: [fake/alpha]\n"
+        "judge: {model: fake/judge, criteria: {min_labels_per_class: 1, min_recall: 0.0}}\n"
+        "tasks:\n  - id: reply\n    kind: rewrite\n    prompt: 'Reply to: {{ text }}'\n"
+        "    judges:\n      - {name: polite, criterion: 'The reply is polite.'}\n    cases:\n"
+        + "".join(f"      - {{id: {c}, vars: {{text: 'm {c}'}}}}\n" for c in BINARY_CASES)
+        + "labels:\n"
+        + "".join(lines)
+    )
+    suite = load_suite(write_suite(tmp_path, text))
+    verdicts = [
+        CriterionVerdict("reply", c, "fake/alpha", "polite", label=human.get(c, PASS))
+        for c in BINARY_CASES
+    ]
+    result = binary_from_verdicts(suite, verdicts, ["fake/alpha"], "fake/judge")
+    (rate,) = result.rates
+    assert rate.ppi is not None and rate.ppi.labels == len(test)
+    assert rate.ppi.lam == pytest.approx(1.0)
+    assert rate.ppi.value == pytest.approx(rate.pass_rate.value, abs=1e-12)
+    assert rate.ppi_eligible == (len(test) >= 20)
+    assert rate.to_dict()["ppi"]["labels"] == len(test)

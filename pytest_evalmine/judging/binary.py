@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..stats.misclassification import CorrectedRate, rogan_gladen
+from ..stats.ppi import PPIEstimate, ppi_mean
 from ..stats.proportions import Proportion
 from ..stats.sampling import in_hash_sample
 from ..suite.loader import CriterionLabel, Suite
@@ -20,6 +21,9 @@ from .criteria import FAIL, PASS, CriterionVerdict, criteria_record
 TEST_FRACTION = 0.5
 SPLIT_HASH = "sha256(task \\x1f case), first 8 hex digits as an integer < 0.5 x 2^32"
 UNCALIBRATED = "UNCALIBRATED"
+# The fewest test-split labels of one model for its PPI pass rate to be a headline, as for the
+# preference judge's audit sample (judging/audit.py).
+PPI_MIN_LABELS = 20
 
 
 def in_test_split(task: str, case: str) -> bool:
@@ -81,6 +85,14 @@ class CriterionRate:
     no_verdict: dict[str, int]  # status -> answers without a usable verdict
     corrected: CorrectedRate | None
     eligible: bool
+    # Prediction-powered pass rate (spec: "Prediction-powered estimates"): the judge's verdict
+    # on every answer with one, corrected by this model's test-split human labels (the test
+    # split is a hash sample of cases, so those labels are a random sample of them).
+    ppi: PPIEstimate | None = None
+
+    @property
+    def ppi_eligible(self) -> bool:
+        return self.ppi is not None and self.ppi.labels >= PPI_MIN_LABELS
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -92,6 +104,8 @@ class CriterionRate:
             "corrected": self.corrected.to_dict() if self.corrected else None,
             "eligible": self.eligible,
             "flag": None if self.eligible else UNCALIBRATED,
+            "ppi": self.ppi.to_dict() if self.ppi else None,
+            "ppi_eligible": self.ppi_eligible,
         }
 
 
@@ -210,6 +224,11 @@ def binary_from_verdicts(
         for model in models
         for (task, criterion) in calibrations
     ]
+    for rate in rates:
+        rate.ppi = _ppi_pass_rate(
+            by_criterion.get((rate.model, rate.task, rate.criterion), []),
+            labels.get((rate.task, rate.criterion), []),
+        )
     return BinaryJudging(
         judge=criteria_record(suite, judge_model),
         verdicts=list(verdicts),
@@ -281,6 +300,27 @@ def _criterion_rate(
         corrected=rogan_gladen(passed, len(labels), tpr.successes, tpr.n, tnr.successes, tnr.n),
         eligible=calibration.eligible,
     )
+
+
+def _ppi_pass_rate(
+    own: Sequence[CriterionVerdict], labels: Sequence[CriterionLabel]
+) -> PPIEstimate | None:
+    """The model's pass rate from the judge's verdicts (1 PASS, 0 FAIL) on its answers and the
+    test-split human labels of those answers; the dev split's labels, chosen to tune the
+    wording, stay out."""
+    verdict = {(v.task, v.case): v.label for v in own if v.label}
+    labelled = [
+        (
+            1.0 if label.label == PASS else 0.0,
+            1.0 if verdict[(label.task, label.case)] == PASS else 0.0,
+        )
+        for label in labels
+        if (label.task, label.case) in verdict
+        and own
+        and label.model == own[0].model
+        and in_test_split(label.task, label.case)
+    ]
+    return ppi_mean(labelled, [1.0 if v == PASS else 0.0 for v in verdict.values()])
 
 
 def _all_pass(
