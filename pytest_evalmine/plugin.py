@@ -7,13 +7,7 @@ suite file is collected. Every hook delegates to one ``EvalSession`` kept in ``c
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
-import gc
-import importlib
-import os
-import threading
-import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -21,7 +15,15 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import pytest
 
 from . import exitcodes
+from .gc_freeze import freeze_survivors, unfreeze_earlier_run
 from .options import add_options
+
+# The two constants are re-exported: tests read them here, where they were defined before
+# the preload and the progress lines had modules of their own.
+from .preload import PRELOAD_KEY, SessionFinishPreload, join_preload, preloaded_modules
+from .preload import PRELOAD_NUMPY_MAX_ITEMS as PRELOAD_NUMPY_MAX_ITEMS
+from .progress import PROGRESS_EVERY_S as PROGRESS_EVERY_S
+from .progress import interrupt_printer, progress_printer, say, stop_watching, watch_workers
 from .startup import check_options, compare_problem
 from .stash import (
     EXIT_KEY,
@@ -38,7 +40,7 @@ from .stash import (
 
 if TYPE_CHECKING:
     from .adapters.registry import AdapterRegistry
-    from .run.dispatch import Dispatcher, Outcome, Progress
+    from .run.dispatch import Dispatcher, Outcome
 
 UNREPORTED_KEY = "evalmine_unreported"
 SUITE_SUFFIXES = (".yaml", ".yml")
@@ -61,7 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Called after options are parsed, before collection: checks every option value (a bad
     one is a usage error, exit 4), registers the marker items carry, and the reporter whose
     hooks need this config."""
-    _unfreeze_earlier_run()
+    unfreeze_earlier_run()
     check_options(config)
     config.pluginmanager.register(Reporter(config), "evalmine-reporter")
     if _html_report_requested(config):
@@ -162,8 +164,8 @@ def evalmine_dispatcher(
     return session.dispatcher(
         evalmine_adapters,
         concurrency_share=share,
-        on_progress=_progress_printer(pytestconfig, "answers"),
-        on_interrupt=_interrupt_printer(pytestconfig),
+        on_progress=progress_printer(pytestconfig, "answers"),
+        on_interrupt=interrupt_printer(pytestconfig),
     )
 
 
@@ -194,8 +196,8 @@ def evalmine_answers(
         if not hasattr(config, "workerinput"):
             judging = session.dispatcher(evalmine_judge_adapters)
             planned = session.preflight(evalmine_dispatcher, specs, judging)
-            _say(config, session.cap_warning)
-            preloading = _SessionFinishPreload(evalmine_dispatcher, preloaded_modules(len(specs)))
+            say(config, session.cap_warning)
+            preloading = SessionFinishPreload(evalmine_dispatcher, preloaded_modules(len(specs)))
         if streaming:
             config.stash[PRELOAD_KEY] = preloading
             session.stream(evalmine_dispatcher, specs, planned)
@@ -219,55 +221,6 @@ def evalmine_answers(
     return outcomes
 
 
-class _SessionFinishPreload:
-    """Imports what session finish needs and dispatching does not, in a thread, while the
-    answers are awaited: the judging and report modules, and numpy (the bootstrap intervals)
-    when the dispatch is small enough (``preloaded_modules``). Imported where they are first
-    used, they cost 0.1-0.2 s of a run's wall time between the last answer and the first
-    judge request, and after the last verdict.
-
-    The thread starts when the first answer is in (cached ones come at once), so it never
-    holds the interpreter while the first requests are being sent, and ``join`` restores
-    the dispatcher's own progress report."""
-
-    def __init__(self, dispatcher: Dispatcher, modules: tuple[str, ...]) -> None:
-        self.dispatcher = dispatcher
-        self.shown = dispatcher.on_progress
-        self.thread = threading.Thread(
-            target=_import_quietly, args=(modules,), name="evalmine-preload"
-        )
-        self.thread.daemon = True  # joined when the last answer is in
-        dispatcher.on_progress = self.answer_arrived
-
-    def answer_arrived(self, progress: Progress) -> None:
-        if self.thread.ident is None:
-            self.thread.start()
-        if self.shown is not None:
-            self.shown(progress)
-
-    def join(self) -> None:
-        self.dispatcher.on_progress = self.shown
-        if self.thread.ident is None:  # nothing to send: no answer called back
-            self.thread.start()
-        self.thread.join()
-
-
-# In the order they are first needed: the first item's checks and junit properties once
-# the answers are in, then session finish, then the intervals after the judge (numpy loads
-# numpy.random and numpy.ma, which np.unique uses, only when they are first touched).
-SESSION_FINISH_IMPORTS = (
-    ".scoring.execution",
-    ".reports.junit",
-    ".engine.finish",
-    ".reports.terminal",
-)
-NUMPY_IMPORTS = ("numpy", "numpy.random", "numpy.ma")
-# Up to this many items numpy is preloaded too. Its pages (about 20 MB of RSS) would
-# otherwise arrive after the judge; a 10,000-case run's memory peak is while it judges
-# (5 MB higher with numpy preloaded), and there its import is a few thousandths of the run.
-PRELOAD_NUMPY_MAX_ITEMS = 2_000
-
-
 def _end_streaming(config: pytest.Config) -> None:
     """Let a streamed dispatch end (the calls in flight land in the cache), join the
     preload, and say how many answers arrived. Before anything reads every outcome."""
@@ -277,34 +230,13 @@ def _end_streaming(config: pytest.Config) -> None:
     try:
         session.finish_dispatch()
     except Exception as exc:
-        _say(config, f"evalmine: the dispatch failed: {exc}")
+        say(config, f"evalmine: the dispatch failed: {exc}")
         return
     finally:
-        _join_preload(config)
-    show = _progress_printer(config, "answers", inside_item=False)
+        join_preload(config)
+    show = progress_printer(config, "answers", inside_item=False)
     if show is not None and session.stream_progress is not None:
         show(session.stream_progress)
-
-
-def _join_preload(config: pytest.Config) -> None:
-    preloading = config.stash.get(PRELOAD_KEY, None)
-    if preloading is not None:
-        del config.stash[PRELOAD_KEY]
-        preloading.join()
-
-
-def preloaded_modules(items: int) -> tuple[str, ...]:
-    """What the preload imports for a dispatch of ``items`` suite items."""
-    if items <= PRELOAD_NUMPY_MAX_ITEMS:
-        return SESSION_FINISH_IMPORTS + NUMPY_IMPORTS
-    return SESSION_FINISH_IMPORTS
-
-
-def _import_quietly(modules: tuple[str, ...]) -> None:
-    for name in modules:
-        # A failing import fails again where the module is used, which reports it there.
-        with contextlib.suppress(Exception):
-            importlib.import_module(name, __package__)
 
 
 @pytest.fixture
@@ -328,7 +260,7 @@ def evalmine_answer(request: pytest.FixtureRequest) -> Any:
     if outcome is None:
         outcome = session.outcome_for(item.spec)
         if session.streaming is not None and session.streaming.done:
-            _join_preload(request.config)  # before the items left and session finish
+            join_preload(request.config)  # before the items left and session finish
         if session.interrupted:
             _end_streaming(request.config)
             _stop(
@@ -365,86 +297,6 @@ def evalmine(pytestconfig: pytest.Config, evalmine_dispatcher: Dispatcher) -> An
 ITEM_RECORD_KEY = pytest.StashKey[Any]()
 # The last suite item that made a report, with that report's keywords and user properties.
 EARLIER_REPORT_KEY = pytest.StashKey[tuple[pytest.Item, Any, list[tuple[str, object]]]]()
-WATCHER_KEY = pytest.StashKey[Any]()  # the xdist controller's CallWatcher
-PRELOAD_KEY = pytest.StashKey[Any]()  # a streamed dispatch's _SessionFinishPreload
-
-
-# Seconds between progress lines: a terminal line rewrites itself; a CI log gets a new line
-# every few seconds, so a long dispatch never looks like a hang.
-PROGRESS_EVERY_S = {True: 0.1, False: 5.0}
-
-
-def _say(config: pytest.Config, line: str | None) -> None:
-    """One line to the terminal now, even from inside an item's setup (capture suspended)."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    if line is None or reporter is None:
-        return
-    if capture is None:
-        reporter.write_line(line)
-        return
-    with capture.global_and_fixture_disabled():
-        reporter.ensure_newline()
-        reporter.write_line(line)
-
-
-def _interrupt_printer(config: pytest.Config) -> Any:
-    def show(in_flight: int, grace_s: float) -> None:
-        _say(
-            config,
-            f"evalmine: interrupted: nothing new is sent; {in_flight} call(s) in flight get "
-            f"up to {grace_s:.0f} s to land in the cache (Ctrl-C again to quit at once)",
-        )
-
-    return show
-
-
-def _progress_printer(config: pytest.Config, what: str, *, inside_item: bool = True) -> Any:
-    """One live line while dispatching. Dispatch runs inside the first item's setup, where
-    output is captured, so the line is written with capture suspended."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None or capture is None or hasattr(config, "workerinput"):
-        return None
-    last = [time.monotonic()]
-    path_prefix: list[Any] = []
-
-    def show(progress: Progress) -> None:
-        finished = progress.done == progress.total
-        now = time.monotonic()
-        every = PROGRESS_EVERY_S[reporter.isatty()]
-        if not finished and now - last[0] < every:
-            return
-        last[0] = now
-        if not path_prefix:
-            path_prefix.append(reporter.currentfspath)
-            if not inside_item:
-                # After the last item pytest may have left its progress line unfinished.
-                with capture.global_and_fixture_disabled():
-                    reporter.write_line("")
-        line = (
-            f"evalmine: {progress.done}/{progress.total} {what}, {progress.cached} cached, "
-            f"${progress.spent_usd:.4f} spent"
-        )
-        with capture.global_and_fixture_disabled():
-            if reporter.isatty():
-                reporter.rewrite(line, erase=True)
-                if finished:
-                    reporter.ensure_newline()
-            else:
-                reporter.write_line(line)
-            if finished and inside_item:
-                _restore_path_prefix(reporter, path_prefix[0])
-
-    return show
-
-
-def _restore_path_prefix(reporter: Any, path: Any) -> None:
-    """In the default layout pytest writes a file's path only when its first item starts;
-    our line ended that line, so write the path again for the result letters to follow."""
-    if isinstance(path, Path) and reporter.currentfspath is None:
-        reporter.write(os.path.relpath(path, reporter.startpath) + " ")
-        reporter.currentfspath = path
 
 
 # reporting --------------------------------------------------------------------------------
@@ -516,7 +368,7 @@ class Reporter:
         which suites this run covers only in part, whose reports then leave latest.json
         alone, and refuses an ``--evalmine-compare`` that names no run of a selected suite
         (exit 4; on xdist the controller asks). A run with suite items then freezes what
-        start-up left alive (``_freeze_survivors``)."""
+        start-up left alive (``gc_freeze.freeze_survivors``)."""
         from .items import EvalItem
 
         selected: dict[Path, int] = {}
@@ -533,7 +385,16 @@ class Reporter:
             if problem is not None:
                 raise pytest.UsageError(problem)
         if selected:
-            _freeze_survivors(generation=1)
+            freeze_survivors(generation=1)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        """A Ctrl-C (not pytest.exit, nor xdist's -x): before pytest renders it, which takes
+        a second on a busy machine, an xdist controller tells its workers to stop sending."""
+        if is_active(self.config) and excinfo.type is KeyboardInterrupt:
+            from .sessionfinish import ask_workers_to_stop
+
+            ask_workers_to_stop(self.config)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
@@ -560,14 +421,16 @@ class Reporter:
             ]
             eval_session(config).close()  # a worker's connections and cache file
             return
-        _stop_watching(config)
-        from .sessionfinish import finish_session
+        from .sessionfinish import finish_session, settle_workers
+
+        settle_workers(config, session)  # xdist: the workers stopped, their calls counted
+        stop_watching(config)
 
         finish_session(
             config,
             session,
-            on_progress=_progress_printer(config, "judge verdicts", inside_item=False),
-            on_interrupt=_interrupt_printer(config),
+            on_progress=progress_printer(config, "judge verdicts", inside_item=False),
+            on_interrupt=interrupt_printer(config),
         )
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -598,9 +461,9 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """The very last output of a run, after pytest's closing line ("56 passed") and after the
     message of a run stopped by ``pytest.exit``: our exit code, why, and whether a win rate is
     a headline, so a run never ends on a green "passed" over an exit 12."""
-    _stop_watching(config)  # a run that ended before session finish
+    stop_watching(config)  # a run that ended before session finish
     if is_active(config):
-        _freeze_survivors()
+        freeze_survivors()
     code = config.stash.get(EXIT_KEY, None)
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if code is None or reporter is None:
@@ -613,70 +476,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     refusal = config.stash.get(REFUSAL_KEY, None)
     line = verdict_line([f.summary for f in finished], code, refusal, why)
     reporter.write_line(line.text, **MARKUP.get(line.style, {}))
-
-
-_frozen_by_us = False
-
-
-def _freeze_survivors(generation: int = 2) -> None:
-    """Collect the garbage of ``generation`` and the younger ones, then move every object
-    still alive to the collector's permanent generation, where no later collection walks it.
-
-    After our last hook of a run, a full collection first (reports, records: a 10,000-case
-    run holds millions of objects): pytest then runs five full collections to surface
-    unraisable exceptions, and the interpreter's exit one more; each walked all of those
-    objects, about 4 s of CPU at 10,000 cases, to free nothing. Garbage made before this
-    point is still collected, and its unraisable exceptions reported.
-
-    Once selection is done, the young generations only (the modules, pytest's machinery and
-    the items then stay out of the full collections made while items run, the judge is
-    awaited and reports are written). A full collection there found at most a few dozen
-    objects (class drafts attrs discards) for 35 ms at 200 cases and 100 ms at 5,000: that
-    little old garbage stays frozen instead."""
-    global _frozen_by_us
-    gc.collect(generation)
-    gc.freeze()
-    _frozen_by_us = True
-
-
-def _unfreeze_earlier_run() -> None:
-    """An in-process run (pytester) after one we froze: the earlier run's objects become
-    collectable again, so a process running many never keeps them all."""
-    global _frozen_by_us
-    if _frozen_by_us:
-        gc.unfreeze()
-        _frozen_by_us = False
-
-
-def _watch_workers(config: pytest.Config) -> None:
-    """Workers' output never reaches the terminal: the controller reports their calls from
-    the cache database, every few seconds, until session finish."""
-    from .run.watch import CallWatcher
-
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None:
-        return
-    evalsession = eval_session(config)
-    watcher = CallWatcher(
-        evalsession.store.path,
-        evalsession.run_token,
-        write=reporter.write_line,
-        every_s=PROGRESS_EVERY_S[False],
-    )
-    config.stash[WATCHER_KEY] = watcher
-    watcher.start()
-
-
-def _stop_watching(config: pytest.Config) -> None:
-    """The watcher's final line, on a line of its own after the items' progress."""
-    watcher = config.stash.get(WATCHER_KEY, None)
-    if watcher is None:
-        return
-    del config.stash[WATCHER_KEY]
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        reporter.write_line("")
-    watcher.stop()
 
 
 # xdist ------------------------------------------------------------------------------------
@@ -719,10 +518,12 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
         if problem is not None:
             _stop(problem, returncode=pytest.ExitCode.USAGE_ERROR)
         if specs:
-            evalsession.preflight(evalsession.dispatcher(registry), specs)
+            dispatcher = evalsession.dispatcher(registry)
+            planned = evalsession.preflight(dispatcher, specs)
+            evalsession.workers_plan = (dispatcher, specs, planned)
             if evalsession.estimate is not None and evalsession.estimate.uncached:
-                _watch_workers(config)
-            _say(config, evalsession.cap_warning)
+                watch_workers(config)
+            say(config, evalsession.cap_warning)
     except RefusedError as exc:
         providers = {spec.model.split("/", 1)[0] for spec in specs}
         unknown = [] if registry.route_all_to else sorted(providers - set(registry.factories))
