@@ -152,7 +152,8 @@ def _run(pytester: pytest.Pytester, url: str, mark: str) -> subprocess.Popen[str
             "no:cacheprovider",
             "-p",
             "no:benchmark",
-            f"--evalmine-endpoint=local={url}/v1,input=1,output=2",
+            # All six in flight at once (the test holds them): a fixed width, not adapted.
+            f"--evalmine-endpoint=local={url}/v1,input=1,output=2,concurrency=fixed:8",
         ],
         cwd=pytester.path,
         env=env,

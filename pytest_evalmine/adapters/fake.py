@@ -162,6 +162,9 @@ class FakeOptions:
 class FakeAdapter:
     name = "fake"
     version = "1"
+    # No server and no queue behind it: its calls go at the concurrency ceiling from the first
+    # (a declared capacity is where the adaptive width starts, spec "Dispatch").
+    server_slots = 1 << 20
 
     def __init__(self, options: FakeOptions | None = None) -> None:
         self.options = options or FakeOptions()

@@ -154,6 +154,9 @@ class OpenAIAdapter:
         self.api_key_env = api_key_env
         self.native_schema = native_schema
         self.served: list[dict[str, Any]] | None = None
+        # How many requests the server serves at once, when it says (llama.cpp's
+        # ``/props`` ``total_slots``): where the dispatcher's adaptive width starts.
+        self.server_slots: int | None = None
         self._prepared = False
         # The server enters the cache key of every endpoint (and of "openai" pointed at
         # another server): one name repointed to another server with other sampling settings
@@ -183,6 +186,7 @@ class OpenAIAdapter:
         self._prepared = True
         key = self._api_key()
         headers = {"Authorization": f"Bearer {key}"} if key else {}
+        listing: Any = None
         try:
             listing = await get_json(
                 self._clients.get(), f"{self.base_url}/models", 10, headers=headers
@@ -195,6 +199,22 @@ class OpenAIAdapter:
         except (AdapterError, AttributeError, TypeError):
             served = []
         self.served = sorted(served, key=lambda m: m["id"]) or None
+        if _is_llama_cpp(listing):
+            self.server_slots = await self._declared_slots(headers)
+
+    async def _declared_slots(self, headers: dict[str, str]) -> int | None:
+        """llama.cpp's ``GET /props`` (beside ``/v1``) says its ``total_slots``. Asked only of
+        a server whose listing says it is llama.cpp: other servers have no such page, and the
+        width is then found by adapting."""
+        root = self.base_url.removesuffix("/v1")
+        try:
+            props = await get_json(self._clients.get(), f"{root}/props", 10, headers=headers)
+        except AdapterError:
+            return None
+        slots = props.get("total_slots") if isinstance(props, dict) else None
+        if isinstance(slots, int) and not isinstance(slots, bool) and slots >= 1:
+            return slots
+        return None
 
     def key_extra(self, request: Request) -> dict[str, Any]:
         extra: dict[str, Any] = {}
@@ -361,3 +381,11 @@ def _content_text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))
     raise TypeError(f"content is {type(content).__name__}")
+
+
+def _is_llama_cpp(listing: Any) -> bool:
+    """llama-server lists its models as ``owned_by: llamacpp``."""
+    data = listing.get("data") if isinstance(listing, dict) else None
+    return isinstance(data, list) and any(
+        isinstance(m, dict) and m.get("owned_by") == "llamacpp" for m in data
+    )

@@ -387,6 +387,8 @@ class EvalSession:
             retries=self.settings.retries,
             rpm=self.rpm_limits(),
             provider_concurrency={e.name: e.concurrency for e in self.endpoints() if e.concurrency},
+            adaptive=True,
+            fixed_providers=frozenset(e.name for e in self.endpoints() if e.concurrency_fixed),
             on_progress=on_progress,
             loop=self.loop,
             on_interrupt=on_interrupt,

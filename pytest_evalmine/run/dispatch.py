@@ -2,7 +2,7 @@
 
 For every planned request: read the cache, claim the call for this process, reserve its
 worst-case cost, call the adapter with retries, store the paid answer and settle the ledger.
-Requests run concurrently on one asyncio loop, bounded per provider.
+Requests run concurrently on one asyncio loop, bounded per provider (``concurrency.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ..adapters.base import SCHEMA_PROMPTED, Adapter, AdapterError, Request, Res
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError, EvalmineWarning
 from ..redaction import redact
+from .concurrency import ConcurrencyLimiter, Gate, is_overload
 from .loop import SessionLoop
 from .outcome import BUDGET, ERROR, INTERRUPTED, OK, REPLAY_MISS, Outcome, Progress
 from .planned import Estimate, Planned
@@ -83,6 +84,12 @@ class Dispatcher:
     rpm: dict[str, int] = field(default_factory=dict)
     # Per-provider concurrency where it differs from ``concurrency`` (e.g. a one-slot server).
     provider_concurrency: dict[str, int] = field(default_factory=dict)
+    # Adapt each provider's width to its server below that ceiling (``run/concurrency.py``);
+    # off, every provider gets its ceiling at once (a dispatcher built directly, as tests that
+    # stress a width need). The session turns it on.
+    adaptive: bool = False
+    # Providers whose width stays at their ceiling even when adapting (``concurrency=fixed:N``).
+    fixed_providers: frozenset[str] = frozenset()
     on_progress: Callable[[Progress], None] | None = None
     # The session's loop, shared with its other dispatchers; None: a loop per batch.
     loop: SessionLoop | None = None
@@ -110,6 +117,9 @@ class Dispatcher:
     _answers: SameTurn[PaidAnswer, None] | None = field(default=None, init=False, repr=False)
     _settled: asyncio.Event | None = field(default=None, init=False, repr=False)
     _pacers: dict[str, _Pacer] = field(default_factory=dict, init=False, repr=False)
+    # One per provider for the dispatcher's life: what a batch learnt, the next one keeps.
+    _limiters: dict[str, ConcurrencyLimiter] = field(default_factory=dict, init=False, repr=False)
+    _gates: dict[str, Gate] = field(default_factory=dict, init=False, repr=False)
     _replay_misses: ReplayMisses | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -166,6 +176,23 @@ class Dispatcher:
         if cost is None:
             return self.prices.lookup(model)
         return declared_row(model, cost, f"adapter {adapter.name!r}")
+
+    def _limiter(self, adapter: Adapter) -> ConcurrencyLimiter:
+        limiter = self._limiters.get(adapter.name)
+        if limiter is None:
+            ceiling = self.provider_concurrency.get(adapter.name, self.concurrency)
+            # A server that says how many requests it serves at once (llama.cpp's slots).
+            declared = getattr(adapter, "server_slots", None)
+            limiter = self._limiters[adapter.name] = ConcurrencyLimiter(
+                ceiling,
+                fixed=not self.adaptive or adapter.name in self.fixed_providers,
+                declared=declared if isinstance(declared, int) else None,
+            )
+        return limiter
+
+    def concurrency_used(self) -> dict[str, dict[str, Any]]:
+        """Per provider that was called: its widths (min, max, final) and back-offs."""
+        return {name: self._limiters[name].summary() for name in sorted(self._limiters)}
 
     def unready(self, models: Iterable[str]) -> list[str]:
         """Why the adapters serving ``models`` cannot be called (a missing key), one line per
@@ -312,11 +339,12 @@ class Dispatcher:
         overlapping: set[str] = set()
         unique = {p.key: p for p in planned}
         progress = progress or Progress(total=len(unique))
-        limits: dict[str, asyncio.Semaphore] = {}
         self._pacers = {name: _Pacer(60.0 / per_minute) for name, per_minute in self.rpm.items()}
+        self._gates = {}
         for item in unique.values():
-            width = self.provider_concurrency.get(item.adapter.name, self.concurrency)
-            limits.setdefault(item.adapter.name, asyncio.Semaphore(max(1, width)))
+            name = item.adapter.name
+            if name not in self._gates:
+                self._gates[name] = Gate(self._limiter(item.adapter))
 
         # The whole wave is claimed in a few transactions instead of one per request.
         claimed = (
@@ -329,7 +357,7 @@ class Dispatcher:
 
         async def one(item: Planned) -> Outcome:
             outcome = await self._one(
-                item, limits[item.adapter.name], overlapping, claimed.get(item.key)
+                item, self._gates[item.adapter.name], overlapping, claimed.get(item.key)
             )
             progress.done += 1
             progress.cached += outcome.cached
@@ -353,7 +381,7 @@ class Dispatcher:
     async def _one(
         self,
         item: Planned,
-        limit: asyncio.Semaphore,
+        limit: Gate,
         overlapping: set[str],
         state: str | None,
     ) -> Outcome:
@@ -546,6 +574,9 @@ class Dispatcher:
             pacer = self._pacers.get(item.adapter.name)
             if pacer is not None:
                 await pacer.wait()
+            limiter = self._limiters[item.adapter.name]
+            sent = limiter.attempt()
+            started = asyncio.get_running_loop().time()
             try:
                 response = await self._send(item)
             except asyncio.CancelledError:
@@ -563,6 +594,8 @@ class Dispatcher:
                 )
             except (AdapterError, asyncio.TimeoutError) as exc:
                 error = exc if isinstance(exc, AdapterError) else _timeout_error(item.request)
+                if is_overload(error.kind, error.status):
+                    limiter.overloaded(sent)
                 if error.retryable and (error.retry_after_s or 0) > MAX_RETRY_AFTER_S:
                     error = AdapterError(
                         error.kind,
@@ -614,6 +647,10 @@ class Dispatcher:
                     attempts=attempts,
                     possibly_billed_usd=possibly_billed,
                 )
+            # From the send to the answer, the server's own queue included: the signal of
+            # a width the server cannot serve at once.
+            limiter.answered(sent, asyncio.get_running_loop().time() - started)
+            self._gates[item.adapter.name].wake()
             # Redacted before anything keeps it: the cache, and every report built from it.
             response = redacted_response(response)
             usage = item.checked_usage(response.usage, response.text)

@@ -15,6 +15,8 @@ from ..options import parse_number
 from .prices import PriceRow, declared_row
 
 KINDS = ("openai-compatible", "ollama")
+# ``concurrency: fixed:N``: N calls at once, never adapted to the server's answers.
+FIXED_PREFIX = "fixed:"
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,9 @@ class Endpoint:
     output_price: float | None = None
     cached_input_price: float | None = None
     rpm: int | None = None
+    # The most calls at once; the dispatcher adapts below it unless ``concurrency_fixed``.
     concurrency: int | None = None
+    concurrency_fixed: bool = False
     # Ollama only: thinking on/off, context size, sampling seed (all part of the cache key).
     think: bool | None = None
     num_ctx: int | None = None
@@ -78,16 +82,24 @@ def from_suite(name: str, raw: dict[str, Any]) -> Endpoint:
         output_price=prices.get("output"),
         cached_input_price=prices.get("cached_input"),
         rpm=raw.get("rpm"),
-        concurrency=raw.get("concurrency"),
+        concurrency=concurrency_width(raw.get("concurrency")),
+        concurrency_fixed=str(raw.get("concurrency", "")).startswith(FIXED_PREFIX),
         think=raw.get("think"),
         num_ctx=raw.get("num_ctx"),
         seed=raw.get("seed"),
     )
 
 
+def concurrency_width(value: int | str | None) -> int | None:
+    """``N`` or ``fixed:N`` (as the suite schema admits them) -> N."""
+    if isinstance(value, str):
+        return int(value.removeprefix(FIXED_PREFIX))
+    return value
+
+
 def parse_option(spec: str) -> Endpoint:
     """``NAME=BASE_URL[,kind=ollama][,key_env=VAR][,free][,input=P,output=P][,rpm=N]
-    [,concurrency=N][,prompted][,think=on|off][,num_ctx=N][,seed=N]``, as given to
+    [,concurrency=[fixed:]N][,prompted][,think=on|off][,num_ctx=N][,seed=N]``, as given to
     ``--evalmine-endpoint``: read into the shape of a suite's ``endpoints`` entry and held to
     the suite schema's rules for one (``schema_problem``), so a URL a suite refuses is
     refused here too."""
@@ -114,6 +126,11 @@ def parse_option(spec: str) -> Endpoint:
                 raise EvalmineError(str(exc)) from None
         elif key in ("rpm", "concurrency", "num_ctx") and value.isdecimal() and int(value) >= 1:
             raw[key] = int(value)
+        elif key == "concurrency" and value.startswith(FIXED_PREFIX):
+            width = value.removeprefix(FIXED_PREFIX)
+            if not (width.isdecimal() and int(width) >= 1):
+                raise EvalmineError(f"--evalmine-endpoint={spec}: cannot read option {option!r}")
+            raw[key] = f"{FIXED_PREFIX}{int(width)}"
         elif key == "seed" and value.lstrip("-").isdecimal():
             raw["seed"] = int(value)
         elif key == "think" and value in ("on", "off"):

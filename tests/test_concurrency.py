@@ -1,0 +1,300 @@
+"""Concurrency that adapts to the server (issue 21, section 2): the limiter driven by a
+scripted server on a fake clock, the gate, endpoint options, and real loopback servers with
+K slots and a queue. Counts and widths only; wall times belong to
+benchmarks/bench_adaptive.py."""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from pytest_evalmine.adapters.base import Request
+from pytest_evalmine.adapters.registry import AdapterRegistry
+from pytest_evalmine.errors import EvalmineError
+from pytest_evalmine.run.concurrency import Attempt, ConcurrencyLimiter, Gate, is_overload
+from pytest_evalmine.run.dispatch import OK, Dispatcher
+from pytest_evalmine.run.endpoints import parse_option
+from pytest_evalmine.run.prices import load_prices
+from pytest_evalmine.run.store import Store
+from pytest_evalmine.suite.loader import schema_problem
+
+from .slot_server import SlotServer, running_slot_server
+
+
+@dataclass
+class Simulated:
+    """What a scripted run saw: every width the limiter allowed, latencies, the end."""
+
+    widths: list[int] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    max_in_flight: int = 0
+    wall_s: float = 0.0
+
+
+def simulate(limiter: ConcurrencyLimiter, slots: int, service_s: float, calls: int) -> Simulated:
+    """``calls`` requests through ``limiter`` to a server with ``slots`` and a FIFO queue,
+    each served in ``service_s``, on a fake clock (no sleeping)."""
+    seen = Simulated()
+    now = 0.0
+    free_at = [0.0] * slots  # when each slot is next free
+    answers: list[tuple[float, int, float, Attempt]] = []  # (done at, order, sent at, attempt)
+    left, order = calls, 0
+    while left or answers:
+        while left and limiter.has_room():
+            limiter.acquire()
+            seen.max_in_flight = max(seen.max_in_flight, limiter.in_flight)
+            slot = min(range(slots), key=free_at.__getitem__)
+            done = max(now, free_at[slot]) + service_s
+            free_at[slot] = done
+            heapq.heappush(answers, (done, order, now, limiter.attempt()))
+            order += 1
+            left -= 1
+        now, _, sent_at, attempt = heapq.heappop(answers)
+        seen.latencies.append(now - sent_at)
+        limiter.answered(attempt, now - sent_at)
+        limiter.release()
+        seen.widths.append(limiter.limit)
+    seen.wall_s = now
+    return seen
+
+
+def test_one_slot_backs_off_and_never_queues_more_than_one_call() -> None:
+    limiter = ConcurrencyLimiter(ceiling=8)
+    seen = simulate(limiter, slots=1, service_s=0.2, calls=40)
+    assert limiter.backoffs >= 1
+    assert max(seen.widths) <= 2 and seen.max_in_flight <= 2
+    # Fixed at the ceiling, the eighth call of the first wave waited for seven others.
+    assert max(seen.latencies) <= 2 * 0.2 + 1e-9
+    fixed = simulate(ConcurrencyLimiter(ceiling=8, fixed=True), slots=1, service_s=0.2, calls=40)
+    assert max(fixed.latencies) == pytest.approx(8 * 0.2)
+
+
+def test_flat_latency_grows_to_the_ceiling_and_never_past_it() -> None:
+    limiter = ConcurrencyLimiter(ceiling=8)
+    seen = simulate(limiter, slots=32, service_s=0.2, calls=200)
+    assert limiter.backoffs == 0
+    assert seen.widths[0] == 2  # slow start: 1, then doubling
+    assert max(seen.widths) == 8 and limiter.limit == 8
+    assert seen.max_in_flight <= 8
+    assert limiter.summary() == {
+        "mode": "adaptive",
+        "min": 1,
+        "max": 8,
+        "final": 8,
+        "backoffs": 0,
+    }
+
+
+def test_four_slots_settle_around_four() -> None:
+    limiter = ConcurrencyLimiter(ceiling=16)
+    seen = simulate(limiter, slots=4, service_s=0.2, calls=200)
+    assert limiter.backoffs >= 1
+    assert max(seen.widths) <= 8  # twice the slots: the round that shows a queue
+    assert all(width >= 2 for width in seen.widths[10:])
+    assert max(seen.latencies) <= 2 * 0.2 + 1e-9
+
+
+def test_a_declared_capacity_is_where_it_starts_capped_by_the_ceiling() -> None:
+    assert ConcurrencyLimiter(ceiling=8, declared=4).limit == 4
+    assert ConcurrencyLimiter(ceiling=8, declared=16).limit == 8
+    assert ConcurrencyLimiter(ceiling=8, declared=0).limit == 1
+    limiter = ConcurrencyLimiter(ceiling=8, declared=4)
+    seen = simulate(limiter, slots=4, service_s=0.2, calls=100)
+    # Probed up from 4 while flat; a queue halves it (AIMD), never to 1 with four slots.
+    assert seen.widths[:3] == [4, 4, 4] and limiter.highest >= 5
+    assert limiter.lowest >= 2 and max(seen.widths) <= 8
+
+
+def test_fixed_mode_never_changes() -> None:
+    limiter = ConcurrencyLimiter(ceiling=3, fixed=True, declared=1)
+    assert limiter.limit == 3
+    for _ in range(5):
+        limiter.overloaded(limiter.attempt())
+    simulate(limiter, slots=1, service_s=0.2, calls=30)
+    assert (limiter.limit, limiter.backoffs, limiter.lowest, limiter.highest) == (3, 0, 3, 3)
+    assert limiter.summary()["mode"] == "fixed"
+
+
+def test_an_overload_halves_the_width_once_for_the_calls_sent_before_it() -> None:
+    limiter = ConcurrencyLimiter(ceiling=8, declared=8)
+    sent = [limiter.attempt() for _ in range(8)]
+    for attempt in sent:  # a burst of 429s for the whole wave
+        limiter.overloaded(attempt)
+    assert (limiter.limit, limiter.backoffs) == (4, 1)
+    limiter.overloaded(limiter.attempt())
+    limiter.overloaded(limiter.attempt())
+    assert (limiter.limit, limiter.backoffs) == (1, 3)
+    limiter.overloaded(limiter.attempt())
+    assert limiter.limit == 1  # never below 1
+
+
+def test_one_long_answer_in_a_round_is_not_a_queue() -> None:
+    limiter = ConcurrencyLimiter(ceiling=8, declared=4)
+    for _ in range(4):
+        limiter.acquire()
+    for latency in (1.0, 1.0, 1.0, 1.0):  # the baseline round at 4, in full use
+        limiter.answered(limiter.attempt(), latency)
+        limiter.release()
+    assert limiter.limit == 5
+    for _ in range(5):
+        limiter.acquire()
+    for latency in (1.0, 1.1, 0.9, 1.0, 6.0):  # one long answer at 5
+        limiter.answered(limiter.attempt(), latency)
+    assert (limiter.limit, limiter.backoffs) == (6, 0)
+
+
+def test_what_counts_as_an_overload() -> None:
+    assert is_overload("rate_limit", 429) and is_overload("server_error", 503)
+    assert is_overload("timeout", None) and is_overload("server_error", 529)
+    assert not is_overload("server_error", 500) and not is_overload("bad_request", 400)
+
+
+def test_the_gate_holds_the_width_and_survives_a_cancelled_waiter() -> None:
+    async def main() -> tuple[int, int]:
+        limiter = ConcurrencyLimiter(ceiling=2, fixed=True)
+        gate = Gate(limiter)
+        inside = peak = 0
+
+        async def call() -> None:
+            nonlocal inside, peak
+            async with gate:
+                inside += 1
+                peak = max(peak, inside)
+                await asyncio.sleep(0.01)
+                inside -= 1
+
+        holders = [asyncio.ensure_future(call()) for _ in range(2)]
+        waiter = asyncio.ensure_future(call())  # waits for room behind the two holders
+        later = [asyncio.ensure_future(call()) for _ in range(3)]
+        await asyncio.sleep(0)
+        assert limiter.in_flight == 2
+        waiter.cancel()
+        await asyncio.gather(*holders, *later)
+        return peak, limiter.in_flight
+
+    assert asyncio.run(main()) == (2, 0)
+
+
+def test_endpoint_option_fixed_and_ceiling() -> None:
+    fixed = parse_option("box=http://127.0.0.1:8080/v1,free,concurrency=fixed:2")
+    assert (fixed.concurrency, fixed.concurrency_fixed) == (2, True)
+    ceiling = parse_option("box=http://127.0.0.1:8080/v1,free,concurrency=3")
+    assert (ceiling.concurrency, ceiling.concurrency_fixed) == (3, False)
+    for bad in ("fixed:0", "fixed:", "fixed:x", "adaptive"):
+        with pytest.raises(EvalmineError, match="cannot read option"):
+            parse_option(f"box=http://127.0.0.1:8080/v1,free,concurrency={bad}")
+
+
+def test_suite_endpoint_concurrency_may_be_fixed() -> None:
+    base = {"base_url": "http://127.0.0.1:8080/v1", "cost": "free"}
+    assert schema_problem("endpoint", {**base, "concurrency": "fixed:1"}) is None
+    assert schema_problem("endpoint", {**base, "concurrency": 4}) is None
+    assert schema_problem("endpoint", {**base, "concurrency": "fixed:0"}) is not None
+    assert schema_problem("endpoint", {**base, "concurrency": "four"}) is not None
+
+
+# Real loopback servers ---------------------------------------------------------------------
+
+
+def dispatcher_for(tmp_path: Path, spec: str, **kwargs: object) -> Dispatcher:
+    endpoint = parse_option(spec)
+    registry = AdapterRegistry()
+    registry.register("local", endpoint.factory())
+    row = endpoint.price_row()
+    assert row is not None
+    return Dispatcher(
+        registry=registry,
+        store=Store(tmp_path / "cache.sqlite"),
+        prices=load_prices().with_rows((row,)),
+        run_token="run",
+        cap_usd=10.0,
+        backoff_s=0.0,
+        adaptive=True,
+        fixed_providers=frozenset({"local"}) if endpoint.concurrency_fixed else frozenset(),
+        provider_concurrency={"local": endpoint.concurrency} if endpoint.concurrency else {},
+        **{"retries": 0, **kwargs},  # type: ignore[arg-type]
+    )
+
+
+def ask(count: int, timeout_s: float) -> list[Request]:
+    return [
+        Request(model="local/m", prompt=f"question {i}", max_tokens=16, timeout_s=timeout_s)
+        for i in range(count)
+    ]
+
+
+def timeouts(outcomes: list) -> int:
+    return sum(o.error_kind == "timeout" for o in outcomes)
+
+
+def test_one_slot_server_default_settings_no_timeouts(tmp_path: Path) -> None:
+    with running_slot_server(SlotServer(slots=1, service_s=0.1)) as (loopback, server):
+        dispatcher = dispatcher_for(tmp_path, f"local={loopback.url}/v1,free", concurrency=8)
+        outcomes = dispatcher.run_each(dispatcher.plan(ask(12, timeout_s=0.6)))
+    assert [o.status for o in outcomes] == [OK] * 12
+    assert all(o.attempts == 1 for o in outcomes)
+    assert server.max_waiting <= 1
+    used = dispatcher.concurrency_used()["local"]
+    assert used["mode"] == "adaptive" and used["backoffs"] >= 1 and used["max"] <= 2
+
+
+def test_one_slot_server_at_fixed_8_times_out(tmp_path: Path) -> None:
+    """The same run at the old fixed width: the queue's tail waits past the timeout."""
+    with running_slot_server(SlotServer(slots=1, service_s=0.1)) as (loopback, server):
+        spec = f"local={loopback.url}/v1,free,concurrency=fixed:8"
+        dispatcher = dispatcher_for(tmp_path, spec, concurrency=8)
+        outcomes = dispatcher.run_each(dispatcher.plan(ask(12, timeout_s=0.6)))
+    assert timeouts(outcomes) >= 1
+    assert server.max_waiting >= 6
+    assert dispatcher.concurrency_used()["local"] == {
+        "mode": "fixed",
+        "min": 8,
+        "max": 8,
+        "final": 8,
+        "backoffs": 0,
+    }
+
+
+def test_props_total_slots_is_where_the_width_starts(tmp_path: Path) -> None:
+    declaring = SlotServer(slots=4, service_s=0.05, declare_slots=True)
+    with running_slot_server(declaring) as (loopback, _):
+        dispatcher = dispatcher_for(tmp_path, f"local={loopback.url}/v1,free", concurrency=8)
+        outcomes = dispatcher.run_each(dispatcher.plan(ask(1, timeout_s=5.0)))
+        adapter = dispatcher.registry.adapter_for("local/m")
+    assert outcomes[0].status == OK
+    assert adapter.server_slots == 4  # type: ignore[attr-defined]
+    assert dispatcher.concurrency_used()["local"]["min"] == 4
+    assert any(r.path == "/props" for r in loopback.requests)
+
+
+def test_a_server_without_props_adapts_from_one(tmp_path: Path) -> None:
+    with running_slot_server(SlotServer(slots=4, service_s=0.05)) as (loopback, _):
+        dispatcher = dispatcher_for(tmp_path, f"local={loopback.url}/v1,free", concurrency=8)
+        outcomes = dispatcher.run_each(dispatcher.plan(ask(1, timeout_s=5.0)))
+        adapter = dispatcher.registry.adapter_for("local/m")
+    assert outcomes[0].status == OK
+    assert adapter.server_slots is None  # type: ignore[attr-defined]
+    assert dispatcher.concurrency_used()["local"]["min"] == 1
+
+
+def test_a_429_burst_backs_off_and_costs_no_more_retries_than_fixed(tmp_path: Path) -> None:
+    retried = {}
+    for mode in ("", ",concurrency=fixed:8"):
+        # 429s from 0.05 s to 0.2 s, retried after 0.05 s: every call outlives the burst.
+        burst = SlotServer(slots=8, service_s=0.02, burst_429=(0.05, 0.15), retry_after_s=0.05)
+        with running_slot_server(burst) as (loopback, server):
+            dispatcher = dispatcher_for(
+                tmp_path / (mode or "adaptive"), f"local={loopback.url}/v1,free{mode}", retries=4
+            )
+            outcomes = dispatcher.run_each(dispatcher.plan(ask(24, timeout_s=5.0)))
+        assert [o.status for o in outcomes] == [OK] * 24, [o.error for o in outcomes]
+        retried[mode] = sum(o.attempts - 1 for o in outcomes)
+        assert server.refused >= 1
+        assert retried[mode] == server.refused  # every 429 was retried once, none lost
+        if not mode:
+            assert dispatcher.concurrency_used()["local"]["backoffs"] >= 1
+    assert retried[""] <= retried[",concurrency=fixed:8"]
