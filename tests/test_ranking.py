@@ -17,6 +17,16 @@ from pytest_evalmine.stats.ranking import (
     pareto_front,
 )
 
+from .conftest import SMALL_SUITE, latest_report, newest_run_dir
+
+JUDGED = SMALL_SUITE.replace(
+    "tasks:",
+    """judge:
+  model: fake/judge
+  rubric: Prefer the answer a customer would find most helpful.
+tasks:""",
+)
+
 np = pytest.importorskip("numpy")
 pytest.importorskip("scipy")
 
@@ -127,3 +137,134 @@ def test_pareto_front_keeps_exact_equals():
     # neither is strictly better in either: both on the front
     points = [CostQuality("a", 0.5, 0.01), CostQuality("b", 0.5, 0.01)]
     assert pareto_front(points) == ["a", "b"]
+
+
+def test_three_model_run_reports_the_ranking_and_the_pareto_front(pytester: pytest.Pytester):
+    """report.json's ``ranking`` over a three-model fake run, its lines in the terminal and
+    report.md, and the chart in report.html; no labels, so the ranking is flagged as its win
+    rates are."""
+    pytester.makefile(".eval.yaml", small=JUDGED)
+    models = "fake/alpha,fake/beta,fake/gamma"
+    result = pytester.runpytest(
+        "--evalmine-fake", f"--evalmine-models={models}", "-p", "no:cacheprovider"
+    )
+    report = latest_report(pytester.path)
+    ranking = report["ranking"]
+    strengths = ranking["strengths"]
+    assert sorted(r["model"] for r in strengths) == sorted(models.split(","))
+    assert [r["rank"] for r in strengths] == [1, 2, 3]
+    assert sum(r["strength"] for r in strengths) == pytest.approx(0.0, abs=1e-6)
+    judged = report["headline"]["pairs"]["judged"]
+    # a star graph: the baseline is in every pair, each candidate in its own
+    by_model = {r["model"]: r for r in strengths}
+    assert by_model["fake/alpha"]["pairs"] == judged
+    assert by_model["fake/beta"]["pairs"] + by_model["fake/gamma"]["pairs"] == judged
+    for row in strengths:
+        assert row["interval"]["low"] <= row["strength"] <= row["interval"]["high"]
+    # the win rates are not headline-eligible (no labels): neither is the ranking
+    assert not report["headline"]["headline_eligible"]
+    assert ranking["flag"] == "UNCALIBRATED" and not ranking["headline_eligible"]
+    assert ranking["ineligible_reasons"]
+    rows = {r["model"]: r for r in ranking["cost_quality"]}
+    win_rates = {r["candidate"]: r["win_rate"] for r in report["headline"]["win_rates"]}
+    assert rows["fake/beta"]["win_rate"] == pytest.approx(win_rates["fake/beta"])
+    assert rows["fake/alpha"]["baseline"] and rows["fake/alpha"]["win_rate"] is None
+    front = ranking["pareto_front"]["strength"]
+    assert front and all(rows[m]["pareto"]["strength"] for m in front)
+    expected_front = pareto_front(
+        [CostQuality(m, r["strength"], r["cost_per_case_usd"]) for m, r in rows.items()]
+    )
+    assert front == expected_front
+    out = result.stdout.str()
+    assert (
+        "-- Ranking and cost (Bradley-Terry" in out
+        and "Pareto front (no model as good for less)" in out
+    )
+    assert "UNCALIBRATED" in out.split("-- Ranking and cost")[1]
+    run_dir = newest_run_dir(pytester.path)
+    assert "## Ranking and cost" in (run_dir / "report.md").read_text()
+    page = (run_dir / "report.html").read_text()
+    assert '<section id="ranking">' in page and 'class="cost-quality"' in page
+    assert '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 640 320"' in page
+
+
+def test_two_model_run_ranks_too_and_one_model_has_no_ranking(pytester: pytest.Pytester):
+    pytester.makefile(".eval.yaml", small=JUDGED)
+    pytester.runpytest("--evalmine-fake", "-p", "no:cacheprovider")
+    ranking = latest_report(pytester.path)["ranking"]
+    assert [r["model"] for r in ranking["strengths"]] in (
+        ["fake/alpha", "fake/beta"],
+        ["fake/beta", "fake/alpha"],
+    )
+    pytester.runpytest("--evalmine-fake", "--evalmine-models=fake/alpha", "-p", "no:cacheprovider")
+    assert latest_report(pytester.path)["ranking"] is None
+
+
+def _summary(eligible: bool):
+    """The parts of a RunSummary ``summary_ranking`` reads: two candidates judged against a
+    baseline over four cases, their win rates eligible or not."""
+    from types import SimpleNamespace
+
+    comparisons = [
+        SimpleNamespace(
+            task="t", case=f"c{i}", candidate=candidate, baseline="alpha", judged=True, score=share
+        )
+        for i, shares in enumerate([(1.0, 0.0), (1.0, 0.5), (0.0, 0.0), (1.0, 1.0)])
+        for candidate, share in zip(("beta", "gamma"), shares, strict=True)
+    ]
+    rates = [
+        SimpleNamespace(
+            candidate=c,
+            win_rate=w,
+            ineligible_reasons=[] if eligible else [f"no labels for {c}"],
+        )
+        for c, w in (("beta", 0.75), ("gamma", 0.375))
+    ]
+    headline = SimpleNamespace(pairs=comparisons, overall=rates, headline_eligible=eligible)
+    scores = [
+        SimpleNamespace(
+            model=m,
+            cost_if_uncached_usd=cost,
+            cost_lower_bound=False,
+            all_pass=SimpleNamespace(value=0.5),
+        )
+        for m, cost in (("alpha", 0.4), ("beta", 0.8), ("gamma", 0.2))
+    ]
+    records = [
+        SimpleNamespace(model=m, task="t", case=f"c{i}")
+        for m in ("alpha", "beta", "gamma")
+        for i in range(4)
+    ]
+    return SimpleNamespace(
+        models=["alpha", "beta", "gamma"],
+        headline=headline,
+        scores=scores,
+        records=records,
+        suite_hash="h",
+    )
+
+
+def test_ranking_carries_the_win_rates_calibration_flag():
+    from pytest_evalmine.reports.ranking_section import ranking_lines, summary_ranking
+
+    eligible = summary_ranking(_summary(True))
+    assert eligible["headline_eligible"] and eligible["flag"] is None
+    assert eligible["ineligible_reasons"] == []
+    assert "UNCALIBRATED" not in "\n".join(ranking_lines(eligible))
+    flagged = summary_ranking(_summary(False))
+    assert flagged["flag"] == "UNCALIBRATED"
+    assert flagged["ineligible_reasons"] == [
+        "beta: no labels for beta",
+        "gamma: no labels for gamma",
+    ]
+    lines = ranking_lines(flagged)
+    assert all("\u2020 UNCALIBRATED" in line for line in lines[:3])
+    # beta won 3 of 4 over the baseline, gamma 1.5 of 4: beta, alpha, gamma
+    assert [r["model"] for r in flagged["strengths"]] == ["beta", "alpha", "gamma"]
+    rows = {r["model"]: r for r in flagged["cost_quality"]}
+    assert rows["beta"]["cost_per_case_usd"] == pytest.approx(0.2)
+    # beta is strongest, gamma cheapest; alpha sits between on both: on the front too
+    assert flagged["pareto_front"]["strength"] == ["alpha", "beta", "gamma"]
+    # all pass the same: only the cheapest is on that front
+    assert flagged["pareto_front"]["all_pass"] == ["gamma"]
+    assert any("Pareto front (no model as good for less)" in line for line in lines)

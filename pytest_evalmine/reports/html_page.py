@@ -27,6 +27,7 @@ from .labelling import (
     label_next,
     pair_id,
 )
+from .ranking_section import cost_quality_svg
 from .render import milliseconds, money
 from .sections import (
     Section,
@@ -37,6 +38,7 @@ from .sections import (
     paired_section,
     percent,
     power_section,
+    ranking_section,
 )
 
 CATEGORIES = ("baseline", "tie", "candidate")
@@ -95,6 +97,11 @@ def html_pieces(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> Iter
     parts.append(_scorecard(report))
     if report.get("paired"):
         parts.append(_section_html(paired_section(report["paired"]), "paired"))
+    if report.get("ranking"):
+        ranking = _section_html(ranking_section(report["ranking"]), "ranking")
+        parts.append(
+            ranking.replace("</section>", cost_quality_svg(report["ranking"]) + "</section>")
+        )
     if report.get("power"):
         parts.append(_section_html(power_section(report["power"]), "power"))
     if headline:

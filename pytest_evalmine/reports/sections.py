@@ -23,6 +23,8 @@ from .cross_run import cross_run_lines
 from .labelling import label_next
 from .power_section import TITLE as POWER_TITLE
 from .power_section import power_lines, summary_power
+from .ranking_section import TITLE as RANKING_TITLE
+from .ranking_section import ranking_lines
 from .render import HEADERS, money, number, percent, proportion_text, scorecard_rows
 from .scorecard import TaskScore
 from .summary import RunSummary, failure_reason
@@ -548,6 +550,10 @@ def power_section(power: dict[str, Any]) -> Section:
     return Section(POWER_TITLE, lines=power_lines(power), in_terminal=False)
 
 
+def ranking_section(ranking: dict[str, Any]) -> Section:
+    return Section(RANKING_TITLE, lines=ranking_lines(ranking))
+
+
 def regressions_section(summary: RunSummary) -> Section:
     """First in every report when a regression task failed: these block (exit 14)."""
     failures = summary.regression_failures
@@ -589,6 +595,8 @@ def report_sections(summary: RunSummary) -> list[Section]:
         ]
     if len(summary.models) > 1:
         sections.append(paired_section([c.to_dict() for c in summary.paired]))
+    if summary.ranking is not None:
+        sections.append(ranking_section(summary.ranking))
     sections.append(power_section(summary_power(summary)))
     if summary.changes is not None:
         sections.append(changes_section(summary.changes))

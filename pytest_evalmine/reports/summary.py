@@ -8,6 +8,7 @@ import datetime as dt
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from .. import __version__
@@ -20,6 +21,7 @@ from ..run.records import AnswerRecord
 from ..scoring.paired import ModelComparison, compare_models
 from ..scoring.sandbox import BUBBLEWRAP, RESOURCE_LIMITS
 from .power_section import summary_power
+from .ranking_section import summary_ranking
 from .scorecard import ModelScore, TaskScore, score_models, task_scores
 
 REPORT_SCHEMA_VERSION = 1
@@ -60,6 +62,8 @@ class RunSummary:
     scored_tasks: tuple[str, ...] = ()
     # --evalmine-repeat: answers asked per task x case x model.
     repeats: int = 1
+    # Per provider: the concurrency widths used (min, max, final), mode and back-offs.
+    concurrency: dict[str, dict[str, Any]] = field(default_factory=dict)
     # One model, or no judged task: the Scores section stands where the judge's would.
     score_only: bool = False
     task_scores: list[TaskScore] = field(default_factory=list)
@@ -77,6 +81,12 @@ class RunSummary:
     # The weights behind each model string where the adapter recorded them (an Ollama
     # model's digest): model -> {adapter, digest}; two builds of one model are told apart.
     model_builds: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @cached_property
+    def ranking(self) -> dict[str, Any] | None:
+        """report.json's ``ranking``, built once: its bootstrap fits every draw, and report.json
+        and the sections both read it."""
+        return summary_ranking(self)
 
     @property
     def builds(self) -> str | None:
@@ -242,6 +252,7 @@ class RunSummary:
             "outcomes": self.outcomes,
             "calls": {"made": self.calls_made, "cached": self.calls_cached},
             "redactions": self.redactions,
+            "concurrency": self.concurrency,
             "cost": {
                 "cap_usd": self.cap_usd,
                 "cap_source": self.cap_source,
@@ -270,6 +281,7 @@ class RunSummary:
             "binary_judges_note": self.binary_note,
             "paired": [comparison.to_dict() for comparison in self.paired],
             "power": summary_power(self),
+            "ranking": self.ranking,
             "gate": self.gate.to_dict() if self.gate else None,
             "regressions": {
                 "tasks": list(self.regression_tasks),

@@ -19,8 +19,9 @@ from .summary import RunSummary
 FLAG, OK, TITLE = "flag", "ok", "title"
 FLAG_TEXT = f"{DAGGER} UNCALIBRATED"
 _NBSP = "\u00a0"
-# A flagged number ("51.8% [42.0%, 61.6%]† UNCALIBRATED") is never split across lines.
-_FLAGGED = re.compile(r"[-\d.]+%(?: \[[^\]]*\])?" + re.escape(FLAG_TEXT))
+# A flagged number ("51.8% [42.0%, 61.6%]† UNCALIBRATED", a ranking's "+0.19 [-0.07, +0.42]†
+# UNCALIBRATED") is never split across lines.
+_FLAGGED = re.compile(r"[-+\d.]+%?(?: \[[^\]]*\])?" + re.escape(FLAG_TEXT))
 _STATUS = re.compile(r"\bstatus ([A-Z_]+):")
 CONTINUATION = "    "
 
