@@ -78,6 +78,62 @@ def finish_session(
         )
 
 
+# xdist: the controller's end of a run (spec: "Dispatch", xdist and Ctrl-C): its Ctrl-C
+# stops every worker's dispatch, and the report counts every call any worker made, read from
+# the cache database whichever records reached the controller.
+
+
+def ask_workers_to_stop(config: pytest.Config) -> None:
+    """The controller's own Ctrl-C, as soon as pytest has it: every worker's dispatch sends
+    nothing new (``settle_workers`` then waits for their calls in flight)."""
+    evalsession = eval_session(config)
+    if evalsession.workers_plan is not None:
+        evalsession.store.request_stop(evalsession.run_token)
+
+
+def settle_workers(config: pytest.Config, session: pytest.Session) -> None:
+    """Before the controller judges and writes the reports. A Ctrl-C (the controller's own,
+    or a worker's that xdist turned into the run's): the workers are told to stop sending
+    and their calls in flight are waited for; then every selected item no worker's record
+    reached gets one from the cache database."""
+    evalsession = eval_session(config)
+    if evalsession.workers_plan is None:
+        return
+    if session.exitstatus == pytest.ExitCode.INTERRUPTED and not session.shouldfail:
+        _stop_workers(config)
+    evalsession.records_from_workers()
+
+
+def _stop_workers(config: pytest.Config) -> None:
+    from .run.dispatch import INTERRUPT_GRACE_S
+    from .run.stopping import stop_run, wait_for_calls
+
+    evalsession = eval_session(config)
+    store, token = evalsession.store, evalsession.run_token
+    in_flight = stop_run(store, token)
+    if in_flight:
+        _write_line(
+            config,
+            f"evalmine: interrupted: the workers send nothing new; {len(in_flight)} call(s) "
+            f"in flight get up to {INTERRUPT_GRACE_S:.0f} s to land in the cache (Ctrl-C "
+            "again to stop waiting)",
+        )
+    try:
+        # Also with nothing in flight: a worker about to send sees the stop meanwhile.
+        left = wait_for_calls(store, token)
+    except KeyboardInterrupt:
+        left = store.reserved_keys(token)
+    if left:
+        _write_line(config, f"evalmine: {len(left)} call(s) still in flight: may be billed")
+
+
+def _write_line(config: pytest.Config, line: str) -> None:
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(line)
+
+
 def _say_nothing_ran(config: pytest.Config, session: pytest.Session) -> None:
     """``--collect-only``: no answer, no judge, no report; the last line says so rather
     than "all items passed"."""

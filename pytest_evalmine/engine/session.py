@@ -155,6 +155,9 @@ class EvalSession:
     specs: dict[str, ItemSpec] = field(default_factory=dict)
     # Records of dispatched answers whose items never ran, from xdist workers.
     unreported: list[AnswerRecord] = field(default_factory=list)
+    # The xdist controller's preflight: its dispatcher, the selected items and their planned
+    # requests (each worker dispatches them all), for ``records_from_workers``.
+    workers_plan: tuple[Dispatcher, list[ItemSpec], list[Planned]] | None = None
     # Set when a Ctrl-C stopped a dispatch of this process.
     interrupted: bool = False
     # Suite files whose items were not all selected (-k, -m, --lf, --deselect, node ids).
@@ -687,6 +690,35 @@ class EvalSession:
                 record.item_ran = False
                 records.append(record)
         return records
+
+    def records_from_workers(self) -> int:
+        """The xdist controller, at session finish: a record (``item_ran`` false) for every
+        selected item no worker's record reached, built from what the cache database says
+        of its request (``Dispatcher.settled``), so the report counts every call any worker
+        made: a Ctrl-C ends the controller's loop before the workers hand their records
+        over. A request two items share is paid by the first, as in a worker. Returns how
+        many records were added."""
+        if self.workers_plan is None:
+            return 0
+        dispatcher, specs, planned = self.workers_plan
+        have = {record.identity for record in [*self.records, *self.unreported]}
+        lacking: list[tuple[ItemSpec, Planned, bool]] = []
+        seen: set[str] = set()
+        for spec, plan in zip(specs, planned, strict=True):
+            identity = (spec.suite.shown, spec.task.id, spec.case.id, spec.model, spec.repeat)
+            if identity not in have:
+                lacking.append((spec, plan, plan.key in seen))
+            seen.add(plan.key)
+        if not lacking:
+            return 0
+        settled = dispatcher.settled([plan for _, plan, _ in lacking])
+        outcomes = [self._shared(settled[plan.key], repeated) for _, plan, repeated in lacking]
+        self.execute_checks([spec for spec, _, _ in lacking], outcomes)
+        for (spec, _, _), outcome in zip(lacking, outcomes, strict=True):
+            record = self.record_for(spec, outcome)
+            record.item_ran = False
+            self.unreported.append(record)
+        return len(lacking)
 
     def all_records(self) -> list[AnswerRecord]:
         """Every item's record once: the one its item reported, else the dispatch's own (so

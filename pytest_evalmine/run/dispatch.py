@@ -66,6 +66,9 @@ INTERRUPT_GRACE_S = 10.0
 # Slack over the model's own limit so the adapter's timeout fires first with its own message.
 TIMEOUT_SLACK_S = 5.0
 CLAIM_POLL_S = 0.05
+# How often a dispatch looks whether another process of its run (the xdist controller, on its
+# Ctrl-C) asked the run to stop sending: one read of a one-row table.
+STOP_POLL_S = 0.05
 # A provider asking for a longer pause (a daily quota, say) will not recover within a run.
 MAX_RETRY_AFTER_S = 120.0
 
@@ -369,9 +372,11 @@ class Dispatcher:
             return outcome
 
         catching = self._catch_interrupts()
+        watching = asyncio.ensure_future(self._watch_stop())
         try:
             outcomes = await asyncio.gather(*(one(item) for item in unique.values()))
         finally:
+            watching.cancel()
             if catching:
                 self._restore_sigint()
         for token in overlapping:
@@ -433,6 +438,46 @@ class Dispatcher:
                 attempts=outcome.attempts,
             )
         return outcome
+
+    async def _watch_stop(self) -> None:
+        """While the batch runs: when another process of the run asked it to stop
+        (``Store.request_stop``: the xdist controller's Ctrl-C reaches no worker when only
+        the controller was signalled), this dispatch stops as at its own first Ctrl-C."""
+        while not self.interrupted:
+            if self.store.stop_requested(self.run_token):
+                self._on_interrupt()
+                return
+            await asyncio.sleep(STOP_POLL_S)
+
+    def settled(self, planned: list[Planned]) -> dict[str, Outcome]:
+        """What the run's other processes made of ``planned``, read from the cache, the
+        claims and the ledger, sending nothing: for the xdist controller, whose workers'
+        records of a stopped run never arrive. Paid in this run: as paid, with its cost; a
+        failure of this run: that failure; still in flight (reserved in the ledger): cut
+        off by the Ctrl-C, possibly billed at its worst case; else cached, or not sent."""
+        unique = {p.key: p for p in planned}
+        claims = self.store.claims_of(list(unique))
+        in_flight = self.store.reserved_keys(self.run_token)
+        outcomes = {}
+        for key, item in unique.items():
+            claim = claims.get(key)
+            ours = claim is not None and claim.run_token == self.run_token
+            if key in in_flight:
+                outcomes[key] = Outcome(
+                    key,
+                    INTERRUPTED,
+                    error="interrupted (Ctrl-C) while the call was in flight; it may be billed",
+                    error_kind=INTERRUPTED,
+                    attempts=1,
+                    possibly_billed_usd=item.max_cost_usd,
+                )
+            elif ours and claim is not None and not claim.running:
+                outcomes[key] = self._from_claim(item, claim)
+            elif self.record != "all" and (hit := self.store.hit(key)) is not None:
+                outcomes[key] = self._from_cache(item, hit)
+            else:
+                outcomes[key] = _interrupted_outcome(key)
+        return outcomes
 
     def _from_cache(self, item: Planned, hit: Hit) -> Outcome:
         # A cache written before redaction existed may still hold a key.

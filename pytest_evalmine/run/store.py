@@ -63,6 +63,10 @@ CREATE TABLE IF NOT EXISTS adapter_state (
     state TEXT NOT NULL,
     updated_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS run_stops (
+    run_token TEXT PRIMARY KEY,
+    stopped_at REAL NOT NULL
+);
 """
 # Version 2: claims keyed by the request alone (visible to every run on the cache), and the
 # ledger state possibly_billed. Claims only matter while a call is in flight, so an older
@@ -182,6 +186,26 @@ class Store:
             connection.execute("ROLLBACK")
             raise
         connection.execute("COMMIT")
+
+    # stopping a run's other processes (the xdist controller's Ctrl-C, spec "Dispatch") ----
+    def request_stop(self, run_token: str) -> None:
+        """Ask every process of the run to send nothing new (``stop_requested``)."""
+        with self._write(self.connection) as db:
+            db.execute("INSERT OR IGNORE INTO run_stops VALUES (?, ?)", (run_token, time.time()))
+
+    def stop_requested(self, run_token: str) -> bool:
+        row = self.connection.execute(
+            "SELECT 1 FROM run_stops WHERE run_token = ?", (run_token,)
+        ).fetchone()
+        return row is not None
+
+    def reserved_keys(self, run_token: str) -> set[str]:
+        """The requests of the run whose call is in flight: reserved, neither settled nor
+        released (a call is reserved before it is sent)."""
+        rows = self.connection.execute(
+            "SELECT key FROM ledger WHERE run_token = ? AND state = 'reserved'", (run_token,)
+        )
+        return {row[0] for row in rows}
 
     def finished_calls(self, run_token: str) -> int:
         """Calls of the run that ended (answered or failed for good), across processes."""
