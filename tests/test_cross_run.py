@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from scipy.stats import t as student_t
 
 from pytest_evalmine.commands.cli import main
 from pytest_evalmine.errors import EvalmineError
@@ -148,8 +149,9 @@ def test_two_runs_whose_prompts_differ_by_hand() -> None:
     ]
     assert all_pass["mcnemar"]["a_only"] == 1 and all_pass["mcnemar"]["b_only"] == 1
     # The noise floor: A's c3 repeats differ (variance 1/2), every other case's agree, so
-    # W = (1/2) / 5 over n = 5 cases; B's repeats always agree: floor 0.
-    floor_a = Z * math.sqrt(2 * (0.5 / 5) / 5)
+    # W = (1/2) / 5 over n = 5 cases, Student's t at 2 degrees of freedom (one case carries
+    # the noise); B's repeats always agree: floor 0.
+    floor_a = float(student_t.ppf(0.975, 2)) * math.sqrt(2 * (0.5 / 5) / 5)
     assert all_pass["noise_floor"]["a"] == pytest.approx(floor_a)
     assert all_pass["noise_floor"]["b"] == 0.0
     assert all_pass["noise_floor"]["floor"] == pytest.approx(floor_a)
@@ -203,7 +205,7 @@ def test_a_drop_beyond_the_floor_in_words() -> None:
     (m,) = data["models"][0]["metrics"]
     assert m["delta"] == pytest.approx((30 - 59) / 60)
     assert (m["worse"], m["better"]) == (15, 1)  # case 0: B 1 1 against A 1 0
-    floor = Z * math.sqrt(2 * (0.5 / 30) / 30)
+    floor = float(student_t.ppf(0.975, 2)) * math.sqrt(2 * (0.5 / 30) / 30)  # one flaky case
     assert m["noise_floor"]["floor"] == pytest.approx(floor)
     assert m["excess"]["value"] == pytest.approx(29 / 60 - floor)
     assert m["beyond_noise"] is True
@@ -217,7 +219,7 @@ def test_a_drop_beyond_the_floor_in_words() -> None:
         f"[{100 * excess['low']:.1f}, {100 * excess['high']:.1f}]"
     )
     assert m["verdict"].startswith("B scores lower than A on all checks pass: -48.3 points [")
-    assert ", beyond the noise floor of 6.5 points by 41.8 points [" in m["verdict"].replace(
+    assert ", beyond the noise floor of 14.3 points by 34.0 points [" in m["verdict"].replace(
         "; beyond", ", beyond"
     )
 
@@ -227,7 +229,9 @@ def test_the_floor_from_either_run_and_unknown_without_repeats() -> None:
     data = cross_run(RunSide(report("run-a", "p"), RUN_A), RunSide(report("run-b", "p"), single_b))
     m = data["models"][0]["metrics"][0]
     assert m["observations"] == 5  # one paired repeat per case
-    assert m["noise_floor"]["a"] == pytest.approx(Z * math.sqrt(2 * (0.5 / 5) / 5))
+    assert m["noise_floor"]["a"] == pytest.approx(
+        float(student_t.ppf(0.975, 2)) * math.sqrt(2 * (0.5 / 5) / 5)
+    )
     assert m["noise_floor"]["b"] is None
     single_a = [r for r in RUN_A if r.repeat == 0]
     data = cross_run(

@@ -1,12 +1,15 @@
 """The paired comparison on the fractional checker score (spec: "Paired comparison"): which
 tasks count, a missing score, McNemar kept on pass/fail only, the score gate metric; the
-interval against scipy's bootstrap; end to end through report.json, report.md and the
-terminal."""
+interval against scipy's bootstrap; unchanged cases decided exactly (Hypothesis: the order and
+split of a case's repeat scores never make it worse or better); end to end through
+report.json, report.md and the terminal."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.stats import bootstrap as scipy_bootstrap
 
 from pytest_evalmine.judging.gate import HOLD, INVESTIGATE, evaluate_gate
@@ -95,6 +98,86 @@ def test_fractional_delta_interval_agrees_with_scipy_bootstrap() -> None:
     width = theirs.high - theirs.low
     assert ours.low == pytest.approx(theirs.low, abs=0.06 * width)
     assert ours.high == pytest.approx(theirs.high, abs=0.06 * width)
+
+
+# --- unchanged cases, decided exactly (issue 20 section 5) -----------------------------------
+
+
+def changes(cases: list[PairedCase]) -> tuple[int, int, int]:
+    # worse, better and same do not depend on the interval's draws: few of them, for speed
+    data = compare_paired(cases, seed=1, resamples=100, with_mcnemar=False).to_dict()
+    return data["worse"], data["better"], data["same"]
+
+
+def test_the_same_scores_in_another_order_or_split_are_unchanged() -> None:
+    # Float sums: 0.1 + 0.1 + 1.0 = 1.2000000000000002 but 1.0 + 0.1 + 0.1 = 1.2, a delta of
+    # 1.1e-16 that counted as better; 0.1 + 0.2 = 0.30000000000000004 against 0.3 + 0.0 as
+    # worse. Both are the same fractions, so both cases are the same.
+    order = PairedCase("t", "order", (0.1, 0.1, 1.0), (1.0, 0.1, 0.1))
+    split = PairedCase("t", "split", (0.1, 0.2), (0.3, 0.0))
+    thirds = PairedCase("t", "thirds", (1 / 3, 1 / 3, 1 / 3), (1.0, 0.0, 0.0))
+    assert (order.delta, split.delta, thirds.delta) == (0.0, 0.0, 0.0)
+    result = compare_paired([order, split, thirds], seed=1, with_mcnemar=False)
+    assert (len(result.worse), len(result.better), result.delta) == (0, 0, 0.0)
+
+
+def test_a_small_real_change_still_counts() -> None:
+    up = PairedCase("t", "up", (2 / 3, 0.5), (2 / 3, 0.5 + 1e-10))
+    down = PairedCase("t", "down", (0.25,), (0.2499999,))
+    assert up.delta == pytest.approx(0.5e-10, rel=1e-3)
+    assert down.delta == pytest.approx(-1e-7, rel=1e-6)
+    assert changes([up, down]) == (1, 1, 0)
+
+
+# A score as checks compute it: k of m fields right, in floats, or a mean of a few such shares.
+shares = st.integers(1, 12).flatmap(lambda m: st.integers(0, m).map(lambda k: k / m))
+item_scores = st.lists(shares, min_size=1, max_size=4).map(lambda s: sum(s) / len(s))
+any_scores = st.one_of(item_scores, st.floats(0, 1), st.sampled_from([0.0, 1.0]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.integers(1, 6))
+def test_permuting_a_cases_repeat_scores_never_changes_its_verdict(
+    data: st.DataObject, repeats: int
+) -> None:
+    a = data.draw(st.lists(any_scores, min_size=repeats, max_size=repeats))
+    b = data.draw(
+        st.one_of(st.permutations(a), st.lists(any_scores, min_size=repeats, max_size=repeats))
+    )
+    a2, b2 = data.draw(st.permutations(a)), data.draw(st.permutations(b))
+    case, shuffled = (
+        PairedCase("t", "c", tuple(a), tuple(b)),
+        PairedCase("t", "c", tuple(a2), tuple(b2)),
+    )
+    assert shuffled.delta == case.delta
+    assert changes([shuffled]) == changes([case])
+    if sorted(a) == sorted(b):
+        assert case.delta == 0.0 and changes([case]) == (0, 0, 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data(), st.integers(1, 12), st.integers(2, 6))
+def test_scores_with_the_same_total_as_fractions_are_unchanged(
+    data: st.DataObject, denominator: int, repeats: int
+) -> None:
+    """B moves part of one repeat's score to another: the same total as fractions, whatever
+    the floats' sums say."""
+    counts = data.draw(st.lists(st.integers(0, denominator), min_size=repeats, max_size=repeats))
+    i, j = data.draw(st.permutations(range(repeats)))[:2]
+    moved = data.draw(st.integers(0, min(counts[i], denominator - counts[j])))
+    moved_counts = list(counts)
+    moved_counts[i] -= moved
+    moved_counts[j] += moved
+    a = tuple(k / denominator for k in counts)
+    b = tuple(k / denominator for k in moved_counts)
+    case = PairedCase("t", "c", a, b)
+    assert case.delta == 0.0
+    assert changes([case]) == (0, 0, 1)
+    # and one field more on any repeat is a change, however small the float difference
+    if counts[i] < denominator:
+        up = list(counts)
+        up[i] += 1
+        assert changes([PairedCase("t", "c", a, tuple(k / denominator for k in up))]) == (0, 1, 0)
 
 
 SUITE = """\

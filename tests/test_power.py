@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 
 from pytest_evalmine.commands.cli import main
 from pytest_evalmine.reports.power_section import power_from_report, power_lines
@@ -218,8 +219,14 @@ def test_planned_repeats_measure_the_floor_to_the_planned_precision() -> None:
     repeats = pw.floor_repeats(cases, 0.25)
     true = Z * math.sqrt(2 * sigma**2 / cases)
     scores = rng.random((2000, cases, 1)) + sigma * rng.standard_normal((2000, cases, repeats))
-    # stats.paired.noise_floor, vectorised: z sqrt(2 W / n), W the mean per-case variance
-    floors = Z * np.sqrt(2 * scores.var(axis=2, ddof=1).mean(axis=1) / cases) / true
+    # stats.paired.noise_floor, vectorised: t sqrt(2 W / n), W the mean per-case variance, t
+    # Student's at min(n (R - 1), Satterthwaite's 2 W^2 / (Var(variances) / n)) degrees
+    variances = scores.var(axis=2, ddof=1)
+    within = variances.mean(axis=1)
+    degrees = np.minimum(
+        cases * (repeats - 1), 2 * within**2 / (variances.var(axis=1, ddof=1) / cases)
+    )
+    floors = student_t.ppf(0.975, degrees) * np.sqrt(2 * within / cases) / true
     for sample in range(20):
         assert noise_floor(scores[sample].tolist()) / true == pytest.approx(floors[sample])
     low, high = np.quantile(floors, [0.025, 0.975])

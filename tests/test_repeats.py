@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 
 from pytest_evalmine import exitcodes
 from pytest_evalmine.run.records import AnswerRecord
@@ -23,27 +24,36 @@ from .conftest import SMALL_SUITE, call_count, latest_answers, latest_report
 
 Z = 1.959963984540054
 
+
+def t975(degrees: float) -> float:
+    """Student's 97.5 % quantile, from scipy: the floor's multiplier (spec: "Paired
+    comparison"); with one flaky case of n >= 2 its degrees of freedom are 2, of one case 1."""
+    return float(student_t.ppf(0.975, degrees))
+
+
 # --- the floor ---------------------------------------------------------------------------------
 
 
 def test_noise_floor_by_hand_with_two_repeats() -> None:
-    # One case of four flips between the repeats: d = (1, 0, 0, 0), z sqrt(mean(d^2) / n)
+    # One case of four flips between the repeats: d = (1, 0, 0, 0), t sqrt(mean(d^2) / n) at
+    # 2 degrees of freedom (one case carries the noise)
     floor = noise_floor([(1.0, 0.0), (1.0, 1.0), (0.0, 0.0), (1.0, 1.0)])
-    assert floor == pytest.approx(Z * math.sqrt(0.25 / 4), abs=1e-12)  # 0.49
+    assert floor == pytest.approx(t975(2) * math.sqrt(0.25 / 4), abs=1e-12)  # 1.076
 
 
 def test_noise_floor_by_hand_with_three_repeats() -> None:
     # (1, 0, 0): mean 1/3, sample variance (4/9 + 1/9 + 1/9) / 2 = 1/3
     # (0.5, 0.5, 1): mean 2/3, sample variance (1/36 + 1/36 + 4/36) / 2 = 1/12
-    # W = (1/3 + 1/12) / 2 = 5/24; floor = z sqrt(2 W / 2) = z sqrt(5/24)
+    # W = (1/3 + 1/12) / 2 = 5/24; floor = t sqrt(2 W / 2) = t sqrt(5/24); degrees of
+    # freedom min(pooled 2 + 2, 2 W^2 / (((1/3 - 1/12)^2 / 2) / 2) = 50/9) = 4
     floor = noise_floor([(1.0, 0.0, 0.0), (0.5, 0.5, 1.0)])
-    assert floor == pytest.approx(Z * math.sqrt(5 / 24), abs=1e-12)  # 0.8946
+    assert floor == pytest.approx(t975(4) * math.sqrt(5 / 24), abs=1e-12)  # 1.267
 
 
 def test_noise_floor_needs_two_repeats_and_ignores_single_ones() -> None:
     assert noise_floor([(1.0,), (0.0,)]) is None
     assert noise_floor([]) is None
-    assert noise_floor([(1.0,), (1.0, 0.0)]) == pytest.approx(Z * math.sqrt(2 * 0.5 / 1))
+    assert noise_floor([(1.0,), (1.0, 0.0)]) == pytest.approx(t975(1) * math.sqrt(2 * 0.5 / 1))
     assert noise_floor([(0.5, 0.5), (1.0, 1.0)]) == 0.0  # a deterministic model
 
 
@@ -69,9 +79,10 @@ def test_the_paired_comparison_carries_each_sides_floor() -> None:
         PairedCase("t", "4", (1.0, 1.0), (0.0, 1.0)),
     ]
     result = compare_paired(cases, seed=1)
-    assert result.floor_a == pytest.approx(Z * math.sqrt(0.25 / 4))
-    assert result.floor_b == pytest.approx(Z * math.sqrt(0.5 / 4))
-    assert result.noise_floor == result.floor_b  # the noisier side's
+    assert result.floor_a == pytest.approx(t975(2) * math.sqrt(0.25 / 4))  # one flaky case
+    assert result.floor_b == pytest.approx(t975(4) * math.sqrt(0.5 / 4))  # two: min(4, 6)
+    # the larger: A's one flip rests on fewer degrees of freedom than B's two
+    assert result.noise_floor == result.floor_a > result.floor_b
     data = result.to_dict()["noise_floor"]
     assert data == {"baseline": result.floor_a, "candidate": result.floor_b, "floor": data["floor"]}
 
@@ -161,7 +172,7 @@ def test_records_are_paired_by_repeat_and_clustered_by_case() -> None:
     # case 1: B - A = 0 and +1 over its two repeats; case 2: -1 over its one usable repeat
     assert p.delta == pytest.approx(0.0)
     assert [c.delta for c in p.better] == [0.5] and [c.delta for c in p.worse] == [-1.0]
-    assert p.floor_a == pytest.approx(Z * math.sqrt(2 * 0.5 / 1))  # only case 1 has two
+    assert p.floor_a == pytest.approx(t975(1) * math.sqrt(2 * 0.5 / 1))  # only case 1 has two
     assert p.floor_b == 0.0
     # McNemar: passed in every repeat; a: case 2 only, b: case 1 only
     assert p.mcnemar is not None and (p.mcnemar.a_only, p.mcnemar.b_only) == (1, 1)
@@ -249,15 +260,15 @@ def test_repeats_that_disagree_give_a_floor_and_the_judge_sees_repeat_0_only(
     report = latest_report(pytester.path)
     floor = report["paired"][0]["noise_floor"]
     assert floor["baseline"] == 0.0
-    # One of three cases flips between beta's two repeats: z sqrt(mean(d^2) / n)
-    assert floor["candidate"] == pytest.approx(Z * math.sqrt((1 / 3) / 3))
+    # One of three cases flips between beta's two repeats: t sqrt(mean(d^2) / n), 2 df
+    assert floor["candidate"] == pytest.approx(t975(2) * math.sqrt((1 / 3) / 3))
     assert floor["floor"] == floor["candidate"]
     pairs = [
         json.loads(line)
         for line in (Path(report_dir(pytester)) / "pairs.jsonl").read_text().splitlines()
     ]
     assert len(pairs) == 3  # one per case and candidate, not per repeat
-    assert "noise floor 65.3 points" in result.stdout.str().replace("\n    ", " ")
+    assert "noise floor 143.4 points" in result.stdout.str().replace("\n    ", " ")
 
 
 def report_dir(pytester: pytest.Pytester) -> Path:
@@ -305,8 +316,9 @@ def test_one_model_with_repeats_shows_its_noise_floor(pytester: pytest.Pytester)
     )
     rows = {row["task"]: row for row in latest_report(pytester.path)["scores"]}
     # One triage case scores 0 and 1 over its repeats, every other case 1 and 1.
-    assert rows["triage"]["noise_floor"] == pytest.approx(Z * math.sqrt(2 * (0.5 / 2) / 2))
-    assert rows[None]["noise_floor"] == pytest.approx(Z * math.sqrt(2 * (0.5 / 3) / 3))
+    # one flaky case in each: 2 degrees of freedom
+    assert rows["triage"]["noise_floor"] == pytest.approx(t975(2) * math.sqrt(2 * (0.5 / 2) / 2))
+    assert rows[None]["noise_floor"] == pytest.approx(t975(2) * math.sqrt(2 * (0.5 / 3) / 3))
     assert rows["polite"]["noise_floor"] == 0.0
     out = result.stdout.str()
-    assert "noise floor" in out and "98.0 pts" in out and "65.3 pts" in out
+    assert "noise floor" in out and "215.1 pts" in out and "143.4 pts" in out
