@@ -15,14 +15,23 @@ import pytest
 from pytest_evalmine.adapters.base import Request
 from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.errors import EvalmineError
-from pytest_evalmine.run.concurrency import Attempt, ConcurrencyLimiter, Gate, is_overload
+from pytest_evalmine.reports.sections import concurrency_line
+from pytest_evalmine.run.concurrency import (
+    Attempt,
+    ConcurrencyLimiter,
+    Gate,
+    is_overload,
+    merged_concurrency,
+)
 from pytest_evalmine.run.dispatch import OK, Dispatcher
 from pytest_evalmine.run.endpoints import parse_option
 from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.store import Store
 from pytest_evalmine.suite.loader import schema_problem
 
+from .conftest import latest_report, newest_run_dir
 from .slot_server import SlotServer, running_slot_server
+from .test_endpoints_run import ENDPOINT_SUITE
 
 
 @dataclass
@@ -298,3 +307,42 @@ def test_a_429_burst_backs_off_and_costs_no_more_retries_than_fixed(tmp_path: Pa
         if not mode:
             assert dispatcher.concurrency_used()["local"]["backoffs"] >= 1
     assert retried[""] <= retried[",concurrency=fixed:8"]
+
+
+def test_merged_concurrency_of_answers_and_judge() -> None:
+    answers = {"local": {"mode": "adaptive", "min": 1, "max": 4, "final": 2, "backoffs": 3}}
+    judge = {
+        "local": {"mode": "adaptive", "min": 2, "max": 8, "final": 8, "backoffs": 1},
+        "fake": {"mode": "fixed", "min": 8, "max": 8, "final": 8, "backoffs": 0},
+    }
+    assert merged_concurrency([answers, judge]) == {
+        "fake": {"mode": "fixed", "min": 8, "max": 8, "final": 8, "backoffs": 0},
+        "local": {"mode": "adaptive", "min": 1, "max": 8, "final": 8, "backoffs": 4},
+    }
+    assert concurrency_line(merged_concurrency([answers, judge])) == (
+        "concurrency: fake 8 (fixed), local 1-8 (final 8, 4 back-offs)"
+    )
+    # Every provider at its start throughout (the fake adapter): no line.
+    still = {"fake": {"mode": "adaptive", "min": 8, "max": 8, "final": 8, "backoffs": 0}}
+    assert concurrency_line(still) is None
+
+
+def test_a_run_reports_the_concurrency_it_used(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
+    with running_slot_server(SlotServer(slots=1, service_s=0.2)) as (loopback, server):
+        result = pytester.runpytest(f"--evalmine-endpoint=local={loopback.url}/v1,free")
+    result.assert_outcomes(passed=6)
+    report = latest_report(pytester.path)
+    used = report["concurrency"]["local"]
+    assert used["mode"] == "adaptive" and (used["min"], used["max"]) == (1, 2)
+    assert used["backoffs"] >= 1 and server.max_waiting <= 1
+    report_md = (newest_run_dir(pytester.path) / "report.md").read_text()
+    assert f"concurrency: local 1-2 (final {used['final']}, {used['backoffs']} back-offs)" in (
+        report_md
+    )
+    # Replayed from the cache, nothing is sent: no provider to report.
+    replay = pytester.runpytest(
+        f"--evalmine-endpoint=local={loopback.url}/v1,free", "--evalmine-record=none"
+    )
+    replay.assert_outcomes(passed=6)
+    assert latest_report(pytester.path)["concurrency"] == {}

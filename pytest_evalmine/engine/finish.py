@@ -137,6 +137,7 @@ def finish_run(
             regression_tasks=tuple(t.id for t in suite.tasks if t.regression),
             scored_tasks=tuple(t.id for t in suite.tasks if t.checks),
             repeats=session.settings.repeat,
+            concurrency=session.concurrency_used(),
             score_only=len(models) == 1 or not any(t.judge for t in suite.tasks),
             stopped=stopped,
         )

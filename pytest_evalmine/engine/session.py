@@ -23,6 +23,7 @@ from ..judging.judge import judge_request, judge_text_chars
 from ..judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
 from ..options import HOME_ENV, cap_from, check_values, project_folders, record_mode
 from ..reports.render import money
+from ..run.concurrency import merged_concurrency
 from ..run.dispatch import (
     BUDGET,
     ERROR,
@@ -170,6 +171,8 @@ class EvalSession:
     executed: dict[str, dict[int, Any]] = field(default_factory=dict)
     # Other runs on the cache this run waited for: run token -> what they had committed.
     other_runs: dict[str, float] = field(default_factory=dict)
+    # Every dispatcher this session built (answers, judge): their providers' widths.
+    dispatchers: list[Dispatcher] = field(default_factory=list)
     # The answers' dispatch while items run (``stream``): None when it has ended or never ran.
     streaming: Streaming | None = None
     # spec id -> (its request's cache key, whether an earlier spec has the same request)
@@ -379,7 +382,7 @@ class EvalSession:
         on_interrupt: Callable[[int, float], None] | None = None,
     ) -> Dispatcher:
         set_max_response_mb(self.settings.max_response_mb)
-        return Dispatcher(
+        dispatcher = Dispatcher(
             registry=registry,
             store=self.store,
             prices=self.prices,
@@ -396,6 +399,13 @@ class EvalSession:
             loop=self.loop,
             on_interrupt=on_interrupt,
         )
+        self.dispatchers.append(dispatcher)
+        return dispatcher
+
+    def concurrency_used(self) -> dict[str, dict[str, Any]]:
+        """report.json ``concurrency``: per provider called in this process, the widths its
+        dispatchers used (lowest, highest, the last one's final) and their back-offs."""
+        return merged_concurrency(d.concurrency_used() for d in self.dispatchers)
 
     def judge_model_for(self, suite: Suite) -> str | None:
         if self.settings.judge:

@@ -208,6 +208,7 @@ def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
         regression_tasks=tuple(report.get("regressions", {}).get("tasks", ())),
         scored_tasks=tuple(report.get("scored_tasks", ())),
         repeats=int(report.get("repeats", 1)),
+        concurrency=report.get("concurrency", {}),
         score_only=bool(report.get("score_only", False)),
     )
 

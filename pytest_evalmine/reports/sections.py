@@ -140,6 +140,22 @@ def win_rate_section(headline: Headline, scores: Any) -> Section:
     return section
 
 
+def concurrency_line(used: dict[str, dict[str, Any]]) -> str | None:
+    """``concurrency: local 1-2 (final 1, 10 back-offs), box 8 (fixed)``: the providers
+    whose width moved or was fixed; None when every one ran at its start throughout (the
+    fake adapter, a server that declared its slots and kept up): nothing to say."""
+    shown = []
+    for provider, row in used.items():
+        if row["mode"] != "fixed" and row["min"] == row["max"] and not row["backoffs"]:
+            continue
+        widths = str(row["min"]) if row["min"] == row["max"] else f"{row['min']}-{row['max']}"
+        if row["mode"] == "fixed":
+            shown.append(f"{provider} {widths} (fixed)")
+        else:
+            shown.append(f"{provider} {widths} (final {row['final']}, {row['backoffs']} back-offs)")
+    return "concurrency: " + ", ".join(shown) if shown else None
+
+
 def ppi_lines(headline: Headline, candidate: str) -> list[str]:
     """The prediction-powered estimate beside the judge's raw rate (spec: "Prediction-powered
     estimates"), with how much of the audit sample is labelled."""
@@ -347,6 +363,9 @@ def scorecard_section(summary: RunSummary) -> Section:
         f"uncached (answers and judge); cap {money(summary.cap_usd)} ({summary.cap_source}); "
         f"prices pinned {summary.prices_pinned}"
     )
+    concurrency = concurrency_line(summary.concurrency)
+    if concurrency:
+        section.footer.append(concurrency)
     if summary.calls_possibly_billed:
         section.footer.append(
             f"possibly billed: {money(summary.possibly_billed_usd)} over "

@@ -26,6 +26,7 @@ import asyncio
 import math
 import statistics
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,8 @@ class ConcurrencyLimiter:
     in_flight: int = field(default=0, init=False)
     epoch: int = field(default=0, init=False)
     backoffs: int = field(default=0, init=False)
+    # Calls sent (retries included): a provider whose answers were all cached sent none.
+    sent: int = field(default=0, init=False)
     lowest: int = field(init=False)
     highest: int = field(init=False)
     _slow_start: bool = field(init=False)
@@ -90,6 +93,7 @@ class ConcurrencyLimiter:
         self.in_flight -= 1
 
     def attempt(self) -> Attempt:
+        self.sent += 1
         return Attempt(self.epoch)
 
     def answered(self, attempt: Attempt, latency_s: float) -> None:
@@ -144,6 +148,24 @@ class ConcurrencyLimiter:
             "final": self.limit,
             "backoffs": self.backoffs,
         }
+
+
+def merged_concurrency(used: Iterable[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Several dispatchers' ``concurrency_used`` (the answers', the judge's), in the order
+    they were built: per provider the lowest and highest width, the last one's final width
+    and mode, and every back-off."""
+    merged: dict[str, dict[str, Any]] = {}
+    for one in used:
+        for provider, row in one.items():
+            seen = merged.get(provider)
+            if seen is None:
+                merged[provider] = dict(row)
+                continue
+            seen["min"] = min(seen["min"], row["min"])
+            seen["max"] = max(seen["max"], row["max"])
+            seen["final"], seen["mode"] = row["final"], row["mode"]
+            seen["backoffs"] += row["backoffs"]
+    return {provider: merged[provider] for provider in sorted(merged)}
 
 
 def is_overload(kind: str, status: int | None) -> bool:

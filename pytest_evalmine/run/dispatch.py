@@ -195,7 +195,11 @@ class Dispatcher:
 
     def concurrency_used(self) -> dict[str, dict[str, Any]]:
         """Per provider that was called: its widths (min, max, final) and back-offs."""
-        return {name: self._limiters[name].summary() for name in sorted(self._limiters)}
+        return {
+            name: limiter.summary()
+            for name, limiter in sorted(self._limiters.items())
+            if limiter.sent
+        }
 
     def unready(self, models: Iterable[str]) -> list[str]:
         """Why the adapters serving ``models`` cannot be called (a missing key), one line per
