@@ -3,6 +3,7 @@ independent fit (Zermelo's iteration, written here)."""
 
 from __future__ import annotations
 
+import json
 import math
 import random
 
@@ -220,7 +221,7 @@ def _summary(eligible: bool):
         )
         for c, w in (("beta", 0.75), ("gamma", 0.375))
     ]
-    headline = SimpleNamespace(pairs=comparisons, overall=rates, headline_eligible=eligible)
+    headline = SimpleNamespace(all_pairs=comparisons, overall=rates, headline_eligible=eligible)
     scores = [
         SimpleNamespace(
             model=m,
@@ -268,3 +269,56 @@ def test_ranking_carries_the_win_rates_calibration_flag():
     # all pass the same: only the cheapest is on that front
     assert flagged["pareto_front"]["all_pass"] == ["gamma"]
     assert any("Pareto front (no model as good for less)" in line for line in lines)
+
+
+def test_judge_pairs_all_judges_every_two_models_and_the_estimate_counts_them(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+):
+    """``judge: {pairs: all}`` judges every two models in both orders; the win rates still
+    read the baseline's pairs only (the same as without it), the ranking reads them all, and
+    the estimate before spending counts the extra calls."""
+    models = "--evalmine-models=fake/alpha,fake/beta,fake/gamma"
+    # a cache of its own per run: both estimates price every call as new
+    monkeypatch.setenv("EVALMINE_HOME", str(pytester.path / "home-star"))
+    pytester.makefile(".eval.yaml", small=JUDGED)
+    pytester.runpytest("--evalmine-fake", models, "-p", "no:cacheprovider")
+    star = latest_report(pytester.path)
+    monkeypatch.setenv("EVALMINE_HOME", str(pytester.path / "home-all"))
+    pytester.makefile(".eval.yaml", small=JUDGED.replace("judge:\n", "judge:\n  pairs: all\n"))
+    result = pytester.runpytest("--evalmine-fake", models, "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=9)
+    every = latest_report(pytester.path)
+    cases = 3
+    assert star["headline"]["pairs"]["between_candidates"] == 0
+    assert every["headline"]["pairs"]["between_candidates"] == cases
+    assert every["headline"]["pairs"]["total"] == star["headline"]["pairs"]["total"] == 2 * cases
+    calls = every["headline"]["judge_calls"]
+    # three model pairs, both orders (a request asked twice in the run is cached the second time)
+    assert calls["made"] + calls["cached"] == 2 * 3 * cases
+    # the baseline's pairs are the same requests: the same win rates
+    assert [r["win_rate"] for r in every["headline"]["win_rates"]] == [
+        r["win_rate"] for r in star["headline"]["win_rates"]
+    ]
+    by_model = {r["model"]: r["pairs"] for r in every["ranking"]["strengths"]}
+    assert by_model == {"fake/alpha": 2 * cases, "fake/beta": 2 * cases, "fake/gamma": 2 * cases}
+    run_dir = newest_run_dir(pytester.path)
+    lines = (run_dir / "pairs.jsonl").read_text().splitlines()
+    kinds = {(json.loads(line)["baseline"], json.loads(line)["candidate"]) for line in lines}
+    assert ("fake/beta", "fake/gamma") in kinds and len(lines) == 3 * cases
+    # the estimate priced the judge's calls of the third model pair too (nothing cached in
+    # either run, the same answers)
+    assert every["cost"]["estimate_usd"] > star["cost"]["estimate_usd"]
+
+
+def test_judge_pairs_is_baseline_by_default_and_refuses_other_values(tmp_path):
+    from pytest_evalmine.errors import EvalmineError
+    from pytest_evalmine.suite.loader import load_suite
+
+    path = tmp_path / "small.eval.yaml"
+    path.write_text(JUDGED)
+    assert load_suite(path).judge.pairs == "baseline"
+    path.write_text(JUDGED.replace("judge:\n", "judge:\n  pairs: all\n"))
+    assert load_suite(path).judge.pairs == "all"
+    path.write_text(JUDGED.replace("judge:\n", "judge:\n  pairs: some\n"))
+    with pytest.raises(EvalmineError, match="pairs"):
+        load_suite(path)

@@ -214,7 +214,7 @@ def _write_recording(
             )
     models = {r.model for r in records}
     if headline is not None:
-        for pair in headline.pairs:
+        for pair in headline.all_pairs:
             for judged in pair.calls:
                 if judged.key:
                     uses.setdefault(judged.key, set()).add(

@@ -487,6 +487,8 @@ class EvalSession:
         cached rerun estimates its judge calls as cached too; any other call is new and
         priced from sizes, an answer not yet cached assumed to fill max_tokens (about four
         characters a token)."""
+        from ..judging.pairs import model_pairs
+
         reads = dispatcher.record != "all"
         # Per item: the cached answer's text, or None, and the answer's length for sizing.
         answers: dict[tuple[Path, str, str, str], tuple[str | None, int]] = {}
@@ -512,15 +514,15 @@ class EvalSession:
             estimate = estimate + sized_criteria
             if len(models) < 2:
                 continue
-            baseline = models[0]
             sized: list[int] = []
             like: Planned | None = None
             for task in suite.tasks:
                 if not task.judge:
                     continue
                 for case in task.cases:
-                    base = answers.get((suite.path, task.id, case.id, baseline))
-                    for candidate in models[1:]:
+                    # judge.pairs: all judges every two models, both orders each
+                    for baseline, candidate in model_pairs(models, suite.judge.pairs):
+                        base = answers.get((suite.path, task.id, case.id, baseline))
                         cand = answers.get((suite.path, task.id, case.id, candidate))
                         if base is None or cand is None:
                             continue

@@ -34,12 +34,19 @@ class Headline:
     # per candidate: the prediction-powered estimate from the audit sample's labels
     ppi: dict[str, AuditEstimate] = field(default_factory=dict)
     audit_fraction: float = 1.0
+    # judge.pairs: all: the pairs of two candidates. The ranking reads them with ``pairs``;
+    # the win rates, calibration and bias read ``pairs`` (each candidate vs the baseline).
+    other_pairs: list[Pair] = field(default_factory=list)
+
+    @property
+    def all_pairs(self) -> list[Pair]:
+        return [*self.pairs, *self.other_pairs]
 
     @cached_property
     def pair_dicts(self) -> list[dict[str, Any]]:
         """Every pair as pairs.jsonl holds it, built once: pairs.jsonl, report.html and both
         "Label next" sections read them (a 10,000-case run has 10,000 pairs)."""
-        return [pair.to_dict() for pair in self.pairs]
+        return [pair.to_dict() for pair in self.all_pairs]
 
     @property
     def headline_eligible(self) -> bool:
@@ -49,30 +56,30 @@ class Headline:
     # the unusable verdicts asked again, which were paid for too.
     @property
     def judge_calls_made(self) -> int:
-        return sum(1 for p in self.pairs for j in p.calls if j.attempts and not j.cached)
+        return sum(1 for p in self.all_pairs for j in p.calls if j.attempts and not j.cached)
 
     @property
     def judge_calls_cached(self) -> int:
-        return sum(1 for p in self.pairs for j in p.calls if j.cached)
+        return sum(1 for p in self.all_pairs for j in p.calls if j.cached)
 
     @property
     def judge_cost_usd(self) -> float:
-        return sum(j.cost_usd for p in self.pairs for j in p.calls)
+        return sum(j.cost_usd for p in self.all_pairs for j in p.calls)
 
     @property
     def judge_cost_if_uncached_usd(self) -> float:
-        return sum(j.cost_if_uncached_usd for p in self.pairs for j in p.calls)
+        return sum(j.cost_if_uncached_usd for p in self.all_pairs for j in p.calls)
 
     def check_overrides(self, candidate: str) -> int:
         return sum(p.check_override for p in self.pairs if p.candidate == candidate)
 
     @property
     def judge_possibly_billed_usd(self) -> float:
-        return sum(j.possibly_billed_usd for p in self.pairs for j in p.calls)
+        return sum(j.possibly_billed_usd for p in self.all_pairs for j in p.calls)
 
     def judge_passes_with(self, error_kind: str) -> int:
         """Judge passes that ended with ``error_kind`` (e.g. ``budget``, ``replay_miss``)."""
-        return sum(1 for p in self.pairs for j in p.passes if j.error_kind == error_kind)
+        return sum(1 for p in self.all_pairs for j in p.passes if j.error_kind == error_kind)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +109,8 @@ class Headline:
                 "total": len(self.pairs),
                 "judged": sum(p.judged for p in self.pairs),
                 "excluded": sum(p.excluded is not None for p in self.pairs),
+                # judge.pairs: all: the pairs of two candidates, beside the baseline's
+                "between_candidates": len(self.other_pairs),
             },
             "judge_calls": {"made": self.judge_calls_made, "cached": self.judge_calls_cached},
             "judge_cost": {
@@ -125,7 +134,7 @@ def run_headline(
     *,
     gate_on: str = "point",
 ) -> Headline:
-    pairs = plan_pairs(records, models, judged_task_ids(suite))
+    pairs = plan_pairs(records, models, judged_task_ids(suite), suite.judge.pairs)
     for pair in pairs:
         pair.prompt = task_prompt(suite, pair.task, pair.case)
     judge_pairs(pairs, records, suite, judge_model, dispatcher)
@@ -142,7 +151,10 @@ def headline_from_pairs(
     gate_on: str = "point",
 ) -> Headline:
     """Calibration, win rates and bias of pairs already judged: after judging, and when a
-    stored run's report is rendered again from its pairs.jsonl (no call, no cost)."""
+    stored run's report is rendered again from its pairs.jsonl (no call, no cost). Pairs of
+    two candidates (``judge.pairs: all``) feed the ranking only."""
+    other_pairs = [p for p in pairs if p.baseline != models[0]]
+    pairs = [p for p in pairs if p.baseline == models[0]]
     fraction = audit_fraction(suite)
     mark_audit_sample(pairs, fraction)
     calibration = calibrate(
@@ -171,4 +183,5 @@ def headline_from_pairs(
         excluded=exclusions(pairs),
         ppi=audit_estimates(pairs, candidates, fraction, suite.judge.min_labels),
         audit_fraction=fraction,
+        other_pairs=other_pairs,
     )

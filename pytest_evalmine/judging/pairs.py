@@ -226,17 +226,28 @@ def apply_check_overrides(pairs: Sequence[Pair], records: Sequence[AnswerRecord]
         pair.check_override = other_ok and not preferred_ok
 
 
+def model_pairs(models: Sequence[str], which: str = "baseline") -> list[tuple[str, str]]:
+    """The (baseline slot, candidate slot) model pairs judged: each candidate against the
+    baseline, or with ``judge.pairs: all`` every two models, the earlier in ``models`` in
+    the baseline's slot (both orders are judged either way)."""
+    if which == "all":
+        return [(a, b) for i, a in enumerate(models) for b in models[i + 1 :]]
+    return [(models[0], candidate) for candidate in models[1:]]
+
+
 def plan_pairs(
-    records: Sequence[AnswerRecord], models: Sequence[str], judged_tasks: set[str]
+    records: Sequence[AnswerRecord],
+    models: Sequence[str],
+    judged_tasks: set[str],
+    which: str = "baseline",
 ) -> list[Pair]:
-    """Every (task, case, candidate) of the run whose task is judged, in report order, with
+    """Every (task, case, model pair) of the run whose task is judged, in report order, with
     its exclusion decided before any judge spend."""
-    baseline, candidates = models[0], list(models[1:])
     by_key = {(r.task, r.case, r.model): r for r in records}
     cases = sorted({(r.task, r.case) for r in records if r.task in judged_tasks})
     pairs = []
     for task, case in cases:
-        for candidate in candidates:
+        for baseline, candidate in model_pairs(models, which):
             mine = by_key.get((task, case, candidate))
             theirs = by_key.get((task, case, baseline))
             if mine is None and theirs is None:

@@ -38,7 +38,7 @@ def summary_ranking(summary: Any) -> dict[str, Any] | None:
     if headline is not None:
         comparisons = [
             Comparison(f"{p.task}/{p.case}", p.candidate, p.baseline, p.score)
-            for p in headline.pairs
+            for p in headline.all_pairs
             if p.judged and p.score is not None
         ]
         ranked = bradley_terry(comparisons, models, seed=seed_from(summary.suite_hash, "ranking"))

@@ -149,7 +149,7 @@ class RunSummary:
     @property
     def calls_possibly_billed(self) -> int:
         judge = (
-            sum(1 for p in self.headline.pairs for j in p.calls if j.possibly_billed_usd)
+            sum(1 for p in self.headline.all_pairs for j in p.calls if j.possibly_billed_usd)
             if self.headline
             else 0
         )
@@ -208,7 +208,7 @@ class RunSummary:
     @property
     def redactions(self) -> int:
         """API keys replaced by ``[redacted]`` in this run's answers, verdicts and errors."""
-        pairs = self.headline.pairs if self.headline else []
+        pairs = self.headline.all_pairs if self.headline else []
         judged = sum(j.redactions for pair in pairs for j in pair.calls)
         judged += sum(v.redactions for v in self._verdicts)
         return sum(r.redactions for r in self.records) + judged

@@ -239,6 +239,9 @@ class JudgeConfig:
     # judge.audit.fraction: the share of pairs in the audit sample; None: about 30 per
     # candidate (judging/audit.py)
     audit_fraction: float | None = None
+    # judge.pairs: "baseline" (each candidate against the baseline) or "all" (every two
+    # models, for the ranking; win rates still read the baseline's pairs only)
+    pairs: str = "baseline"
 
 
 @dataclass(frozen=True)
@@ -947,6 +950,7 @@ def _build(
         ),
         min_recall=float(criteria.get("min_recall", DEFAULT_MIN_RECALL)),
         audit_fraction=(None if audit.get("fraction") is None else float(audit["fraction"])),
+        pairs=judge_raw.get("pairs", "baseline"),
     )
     return Suite(
         path=path,
