@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+import struct
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -67,6 +68,10 @@ def _secret(value: str) -> _Secret:
 
 _MARKED, _PLAIN = b"\x01", b"\x00"
 _STRETCH = _MARKED * FRAGMENT_CHARS
+# Up to this many stretches (code is full of long identifiers, prose has few long words) each
+# is looked at on its own; past it one pass over the whole text's bytes is cheaper.
+_FEW_STRETCHES = 32
+_BYTE_BLOCKS = struct.Struct(f"{_BLOCK}s")
 
 
 @dataclass(frozen=True)
@@ -74,9 +79,11 @@ class _Secrets:
     """The values ``redact`` replaces, and what tells in a few C-speed passes where a text
     may hold a run of one (in nearly every text: nowhere). ``marks`` maps each UTF-8 byte a
     long value uses to 1 and every other byte to 0, so a run lies inside a stretch of at
-    least ``FRAGMENT_CHARS`` ones; ``grams`` maps every ``_BLOCK`` characters of a long value
-    to the values holding them (a bit each), and a run inside a stretch holds one of them at
-    a multiple of ``_BLOCK`` from the stretch's start."""
+    least ``FRAGMENT_CHARS`` ones. Any ``FRAGMENT_CHARS`` consecutive characters (bytes)
+    hold ``_BLOCK`` of them starting at a multiple of ``_BLOCK``, counted from anywhere
+    before: ``grams`` maps every ``_BLOCK`` characters of a long value to the values holding
+    them (a bit each), for the blocks of a stretch; ``byte_grams`` holds every ``_BLOCK``
+    bytes of their UTF-8 forms, for the blocks of the whole text's bytes."""
 
     # Values of FRAGMENT_CHARS or more, whose every run is redacted (the whole value too).
     long: tuple[_Secret, ...]
@@ -84,6 +91,7 @@ class _Secrets:
     short: tuple[str, ...]
     marks: bytes
     grams: dict[str, int]
+    byte_grams: frozenset[tuple[bytes]]
 
     @property
     def values(self) -> tuple[str, ...]:
@@ -96,18 +104,26 @@ class _Secrets:
             return []
         data = text.encode("utf-8", "surrogatepass")
         marked = data.translate(self.marks)
-        found = []
         at = marked.find(_STRETCH)
+        if at == -1:  # nearly every text: no stretch at all
+            return []
+        # Stretches start at the text's start or after an unmarked byte.
+        count = marked.count(_PLAIN + _STRETCH, at - 1 if at else 0) + (at == 0)
+        if count > _FEW_STRETCHES or not text.isascii():
+            # Byte offsets are not character offsets, or there are many stretches: is any
+            # block of the text's bytes one of a value's? Then look at the whole text.
+            blocks = _BYTE_BLOCKS.iter_unpack(memoryview(data)[: len(data) // _BLOCK * _BLOCK])
+            if self.byte_grams.isdisjoint(blocks):
+                return []
+            return [(0, len(text), (1 << len(self.long)) - 1)]
+        found = []
         while at != -1:
             end = marked.find(_PLAIN, at)
             end = len(marked) if end == -1 else end
-            stretch = data[at:end].decode("utf-8", "ignore")
+            stretch = text[at:end]
             which = 0
             for i in range(0, len(stretch) - _BLOCK + 1, _BLOCK):
                 which |= self.grams.get(stretch[i : i + _BLOCK], 0)
-            if which and not text.isascii():
-                # Byte offsets are not character offsets: look at the whole text.
-                return [(0, len(text), (1 << len(self.long)) - 1)]
             if which:
                 found.append((at, end, which))
             at = marked.find(_STRETCH, end)
@@ -117,7 +133,7 @@ class _Secrets:
 @functools.lru_cache(maxsize=64)
 def _secrets(values: frozenset[str]) -> _Secrets:
     long = sorted(value for value in values if len(value) >= FRAGMENT_CHARS)
-    used = {byte for value in long for byte in value.encode("utf-8", "surrogatepass")}
+    encoded = [value.encode("utf-8", "surrogatepass") for value in long]
     grams: dict[str, int] = {}
     for index, value in enumerate(long):
         for i in range(len(value) - _BLOCK + 1):
@@ -126,8 +142,11 @@ def _secrets(values: frozenset[str]) -> _Secrets:
     return _Secrets(
         long=tuple(map(_secret, long)),
         short=tuple(sorted(value for value in values if len(value) < FRAGMENT_CHARS)),
-        marks=bytes(1 if byte in used else 0 for byte in range(256)),
+        marks=bytes(1 if any(byte in e for e in encoded) else 0 for byte in range(256)),
         grams=grams,
+        byte_grams=frozenset(
+            (e[i : i + _BLOCK],) for e in encoded for i in range(len(e) - _BLOCK + 1)
+        ),
     )
 
 

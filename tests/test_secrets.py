@@ -282,6 +282,10 @@ def test_pieces_are_found_in_any_text_whatever_the_characters() -> None:
     for piece in (value[:12], value[-12:], value[3:20], value[10:30]):
         for text in (piece, f"é{piece}é", f"  {piece}", f"{piece}\n"):
             assert leaked_pieces(value, redact(text, [value]), width=12) == [], (piece, text)
+    # Among many long words (code): the text is looked at whole, and only the run goes.
+    code = "get_user_by_identifier(lookup_table_name)\n" * 20
+    assert redact(code + value[4:20] + "\n" + code, [value]) == f"{code}[redacted]\n{code}"
+    assert redact(code, [value]) == code
     assert redact("ab" * 5 + "a", [value]) == "ab" * 5 + "a"  # 11 characters of it: kept
     assert redact("x" + "ab" * 6 + "y", [value]) == "x[redacted]y"
 
