@@ -186,7 +186,7 @@ def test_three_model_run_reports_the_ranking_and_the_pareto_front(pytester: pyte
     assert "## Ranking and cost" in (run_dir / "report.md").read_text()
     page = (run_dir / "report.html").read_text()
     assert '<section id="ranking">' in page and 'class="cost-quality"' in page
-    assert '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 640 320"' in page
+    assert '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 760 320"' in page
 
 
 def test_two_model_run_ranks_too_and_one_model_has_no_ranking(pytester: pytest.Pytester):
@@ -322,3 +322,16 @@ def test_judge_pairs_is_baseline_by_default_and_refuses_other_values(tmp_path):
     path.write_text(JUDGED.replace("judge:\n", "judge:\n  pairs: some\n"))
     with pytest.raises(EvalmineError, match="pairs"):
         load_suite(path)
+
+
+def test_cost_quality_chart_marks_the_front_and_the_flag():
+    from pytest_evalmine.reports.ranking_section import cost_quality_svg, summary_ranking
+
+    flagged = summary_ranking(_summary(False))
+    svg = cost_quality_svg(flagged)
+    assert svg.startswith('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 760 320"')
+    assert svg.count("<circle") == 3 and "<polyline" in svg  # three on the front, joined
+    assert "\u2020 UNCALIBRATED" in svg
+    # the dearest point sits right of the middle: its label runs leftwards
+    assert 'text-anchor="end">beta $0.2000' in svg
+    assert "UNCALIBRATED" not in cost_quality_svg(summary_ranking(_summary(True)))

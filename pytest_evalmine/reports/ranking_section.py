@@ -150,10 +150,10 @@ def cost_quality_svg(ranking: dict[str, Any]) -> str:
         for r in ranking.get("cost_quality") or []
         if r.get(quality) is not None and r.get("cost_per_case_usd")
     ]
-    width, height, left, right, top, bottom = 640, 320, 70, 200, 20, 40
+    width, height, left, right, top, bottom = 760, 320, 70, 30, 20, 40
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" '
-        'role="img" class="cost-quality" style="max-width:100%;height:auto">'
+        'role="img" class="cost-quality" font-size="12" style="max-width:100%;height:auto">'
         f"<title>{escape(QUALITIES[quality])} against cost per case</title>"
     ]
     if not rows:
@@ -197,9 +197,17 @@ def cost_quality_svg(ranking: dict[str, Any]) -> str:
         on_front = row["pareto"].get(quality)
         colour = "#166534" if on_front else "#6b7280"
         label = f"{row['model']} {money(row['cost_per_case_usd'])}"
+        # labels of points right of the middle run leftwards, so they stay inside the box
+        right_half = x > left + plot_w / 2
+        anchor, text_x = ("end", x - 9) if right_half else ("start", x + 9)
         parts.append(
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{colour}"/>'
-            f'<text x="{x + 9:.1f}" y="{y + 4:.1f}">{escape(label)}'
+            f'<text x="{text_x:.1f}" y="{y + 4:.1f}" text-anchor="{anchor}">{escape(label)}'
             f"{'' if on_front else ' (dominated)'}</text>"
+        )
+    if quality == "strength" and not ranking.get("headline_eligible"):
+        parts.append(
+            f'<text x="{left + 6}" y="{top + 12}" fill="#b45309">{DAGGER} UNCALIBRATED: '
+            "strengths from win rates that are not headline-eligible</text>"
         )
     return "".join(parts) + "</svg>"
