@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import httpcore  # noqa: F401
+import jsonschema  # noqa: F401
 import numpy  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
@@ -20,6 +21,8 @@ from pytest_evalmine.suite.builtin import BUILTIN_SUITES, DATA_ENV
 # The statistics import numpy and scipy when first needed. pytester's in-process runs unload
 # every module imported during the run, and numpy refuses to load twice in one process, so
 # the test process loads them once, up front (a real pytest run imports them once anyway).
+# jsonschema likewise: the task-schema check keeps its validator classes (an lru_cache), so a
+# jsonschema loaded anew raised a SchemaError the check no longer caught.
 # httpcore likewise: httpx imports it lazily but keeps the exception map of its first import,
 # so an httpcore loaded anew after a pytester run would raise exceptions httpx no longer maps
 # (httpcore.ConnectError escaping instead of httpx.ConnectError).

@@ -17,7 +17,8 @@ from .floats import RERUN_TOLERANCE
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 # What the spec lets differ between a run and its cached rerun.
-# "changes" (what changed since the previous run) too: only the rerun has a previous run.
+# "changes" (what changed since the previous run) too: only the rerun has a previous run;
+# "concurrency" (the widths the calls ran at): a rerun from the cache sends none.
 RUN_OWN_KEYS = {
     "run_id",
     "started",
@@ -27,6 +28,7 @@ RUN_OWN_KEYS = {
     "judge_calls",
     "cached",
     "changes",
+    "concurrency",
 }
 RUN_OWN_LINES = re.compile(r"^(evalmine: \d+/\d+ (answers|judge verdicts)|cost:|calls:)")
 RUN_ID = re.compile(r"\d{8}T\d{6}\.\d{3}Z_[0-9a-f]{6}-[0-9a-f]{8}-[0-9a-f]{8}")
