@@ -61,6 +61,28 @@ def test_two_models_strength_difference_is_the_logit_of_the_win_share():
     assert ranked[0].tied_with == ["a"] and ranked[1].tied_with == ["b"]
 
 
+def test_two_models_closed_form_is_the_likelihoods_maximum_for_every_draw():
+    """Two models take the closed form (no scipy); scipy's optimiser on the same likelihood,
+    written here, lands on the same strengths, draw by draw."""
+    from scipy.optimize import minimize_scalar
+    from scipy.special import log_expit
+
+    rng = np.random.default_rng(3)
+    stack = rng.uniform(0.0, 9.0, size=(5, 2, 2))
+    stack[:, [0, 1], [0, 1]] = 0.0
+    fitted = fit_strengths(stack)
+    for draw, strengths in zip(stack, fitted, strict=True):
+        ahead, behind = draw[0, 1] + PSEUDO_WINS, draw[1, 0] + PSEUDO_WINS
+        best = minimize_scalar(
+            lambda d, a=ahead, b=behind: -(a * log_expit(d) + b * log_expit(-d)),
+            bounds=(-50, 50),
+            method="bounded",
+            options={"xatol": 1e-12},
+        )
+        assert strengths[0] - strengths[1] == pytest.approx(best.x, abs=1e-6)
+        assert strengths.sum() == pytest.approx(0.0, abs=1e-12)
+
+
 def test_all_wins_give_a_finite_strength():
     comparisons = [Comparison(f"t/c{i}", "b", "a", 1.0) for i in range(5)]
     ranked = bradley_terry(comparisons, ["a", "b"], seed=1, resamples=100)

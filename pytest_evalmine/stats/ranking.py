@@ -84,8 +84,6 @@ def fit_strengths(wins: np.ndarray, start: np.ndarray | None = None) -> np.ndarr
     moves k - 1 of them and the last is minus their sum. A stack is one separable problem
     (the sum of the draws' log-likelihoods) handed to one L-BFGS call."""
     import numpy as np
-    from scipy.optimize import minimize
-    from scipy.special import expit, log_expit
 
     single = wins.ndim == 2
     stack = np.array(wins[None] if single else wins, dtype=float)
@@ -95,6 +93,17 @@ def fit_strengths(wins: np.ndarray, start: np.ndarray | None = None) -> np.ndarr
     stack[:, np.arange(k), np.arange(k)] = 0.0
     if k < 2:
         return np.zeros(k) if single else np.zeros((draws, k))
+    if k == 2:
+        # Two models (the common run): the maximum is closed-form, s_0 - s_1 = log(w_01 / w_10),
+        # so the optimiser (and scipy's import, most of a judged run's memory) is not needed.
+        ahead, behind = stack[:, 0, 1], stack[:, 1, 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gap = np.where((ahead > 0) & (behind > 0), np.log(ahead / behind), 0.0)
+        strengths = np.stack([gap / 2, -gap / 2], axis=1)
+        return strengths[0] if single else strengths
+
+    from scipy.optimize import minimize
+    from scipy.special import expit, log_expit
 
     def full(free: np.ndarray) -> np.ndarray:
         free = free.reshape(draws, k - 1)
