@@ -9,8 +9,12 @@ server accepted. With ``--latency 0`` the figure that matters is the client's CP
 CPU of the cold process minus CPU of the warm rerun (which does everything else: collection,
 planning, cache look-ups, reports), divided by the requests sent.
 
+``--https``: the server speaks TLS with a self-signed certificate for 127.0.0.1 made for the
+run, which the measured process trusts through ``SSL_CERT_FILE`` (read by httpx, verification
+on as for a real provider): the path of Anthropic, OpenAI and Gemini, handshakes included.
+
     python benchmarks/bench_loopback.py [--cases 200] [--latency 0.1] [--concurrency 32]
-                                        [--repeat 1] [--json]
+                                        [--repeat 1] [--https] [--json]
 """
 
 from __future__ import annotations
@@ -18,17 +22,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import ssl
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from common import child_environment, pytest_command
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # Python's default backlog (5) drops connections when 32 arrive at once; each drop costs the
 # client a one-second SYN retry and inflates every figure.
@@ -57,8 +67,9 @@ class BenchServer(ThreadingHTTPServer):
     request_queue_size = LISTEN_BACKLOG
     daemon_threads = True
 
-    def __init__(self, latency_s: float) -> None:
+    def __init__(self, latency_s: float, tls: ssl.SSLContext | None = None) -> None:
         self.latency_s = latency_s
+        self.tls = tls
         self.traffic = Traffic()
         self.lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), _Handler)
@@ -67,6 +78,28 @@ class BenchServer(ThreadingHTTPServer):
         with self.lock:
             self.traffic.connections += 1
         super().process_request(request, client_address)
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        # The handshake on the connection's own thread, never in the accept loop.
+        if self.tls is not None:
+            try:
+                request = self.tls.wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError):
+                return
+        super().finish_request(request, client_address)
+
+
+@contextmanager
+def loopback_tls() -> Iterator[tuple[ssl.SSLContext, Path]]:
+    """A server context with a certificate for 127.0.0.1 made now, and the certificate's file
+    (what a client trusts); made by tests/http_server.py (cryptography, else openssl)."""
+    sys.path.insert(0, str(ROOT))
+    from tests.http_server import loopback_certificate
+
+    with loopback_certificate() as made:
+        if made is None:
+            raise SystemExit("--https needs the cryptography package or the openssl command")
+        yield made.server_context(), made.cert
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -149,7 +182,12 @@ class Run:
 
 
 def run(
-    folder: Path, server: BenchServer, concurrency: int, *extra: str, all_plugins: bool = False
+    folder: Path,
+    server: BenchServer,
+    concurrency: int,
+    *extra: str,
+    all_plugins: bool = False,
+    trusted: Path | None = None,
 ) -> Run:
     command = pytest_command(
         "bench.eval.yaml", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
@@ -157,6 +195,9 @@ def run(
         f"--evalmine-concurrency={concurrency}", *extra, all_plugins=all_plugins,
     )  # fmt: skip
     env = {**child_environment(all_plugins), "EVALMINE_HOME": str(folder / ".evalmine")}
+    if trusted is not None:
+        env["SSL_CERT_FILE"] = str(trusted)
+        env.pop("SSL_CERT_DIR", None)
     with server.lock:
         server.traffic = Traffic()
     started = time.perf_counter()
@@ -180,25 +221,41 @@ def run(
 
 
 def server_url(server: BenchServer) -> str:
-    return f"http://127.0.0.1:{server.server_address[1]}"
+    scheme = "https" if server.tls is not None else "http"
+    return f"{scheme}://127.0.0.1:{server.server_address[1]}"
 
 
 def measure(
-    cases: int, latency_s: float, concurrency: int, all_plugins: bool = False
+    cases: int, latency_s: float, concurrency: int, all_plugins: bool = False, https: bool = False
 ) -> dict[str, Any]:
     """One cold run and its warm rerun in a fresh cache folder; ``all_plugins``: with every
-    pytest plugin installed here autoloaded (common.child_environment)."""
-    server = BenchServer(latency_s)
+    pytest plugin installed here autoloaded (common.child_environment); ``https``: over TLS."""
+    if https:
+        with loopback_tls() as (tls, trusted):
+            return _measure(cases, latency_s, concurrency, all_plugins, tls, trusted)
+    return _measure(cases, latency_s, concurrency, all_plugins, None, None)
+
+
+def _measure(
+    cases: int,
+    latency_s: float,
+    concurrency: int,
+    all_plugins: bool,
+    tls: ssl.SSLContext | None,
+    trusted: Path | None,
+) -> dict[str, Any]:
+    server = BenchServer(latency_s, tls)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         with tempfile.TemporaryDirectory() as scratch:
             folder = Path(scratch)
             write_suite(folder, cases)
+            options = {"all_plugins": all_plugins, "trusted": trusted}
             # The first process fills the bytecode cache.
-            run(folder, server, concurrency, "--collect-only", all_plugins=all_plugins)
-            cold = run(folder, server, concurrency, all_plugins=all_plugins)
-            warm = run(folder, server, concurrency, all_plugins=all_plugins)
+            run(folder, server, concurrency, "--collect-only", **options)
+            cold = run(folder, server, concurrency, **options)
+            warm = run(folder, server, concurrency, **options)
     finally:
         server.shutdown()
         server.server_close()
@@ -208,6 +265,7 @@ def measure(
         "cases": cases,
         "latency_s": latency_s,
         "concurrency": concurrency,
+        "https": tls is not None,
         "cold": asdict(cold),
         "warm": asdict(warm),
         "window_limit_s": limit_s,
@@ -239,6 +297,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print the medians as JSON")
+    parser.add_argument("--https", action="store_true", help="TLS, as to a real provider")
     parser.add_argument(
         "--all-plugins",
         action="store_true",
@@ -247,7 +306,7 @@ def main() -> None:
     args = parser.parse_args()
     result = median_of(
         [
-            measure(args.cases, args.latency, args.concurrency, args.all_plugins)
+            measure(args.cases, args.latency, args.concurrency, args.all_plugins, args.https)
             for _ in range(args.repeat)
         ]
     )
@@ -259,7 +318,7 @@ def main() -> None:
         f"cold: {cold['wall_s']:.2f} s ({cold['cpu_s']:.2f} s CPU), {cold['requests']:.0f} "
         f"requests over {cold['connections']:.0f} connections ({args.cases} cases x 2 models + "
         f"judge both orders, {args.latency * 1000:.0f} ms latency, concurrency "
-        f"{args.concurrency}, median of {args.repeat})"
+        f"{args.concurrency}, {'https' if args.https else 'http'}, median of {args.repeat})"
     )
     if result["window_ratio"] is not None:
         print(

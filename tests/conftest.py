@@ -9,12 +9,12 @@ import textwrap
 from pathlib import Path
 from typing import Any, NoReturn
 
-import httpcore  # noqa: F401
 import jsonschema  # noqa: F401
 import numpy  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401
 
+import pytest_evalmine.adapters.aiohttp_transport  # noqa: F401
 from pytest_evalmine import redaction
 from pytest_evalmine.suite.builtin import BUILTIN_SUITES, DATA_ENV
 
@@ -23,9 +23,10 @@ from pytest_evalmine.suite.builtin import BUILTIN_SUITES, DATA_ENV
 # the test process loads them once, up front (a real pytest run imports them once anyway).
 # jsonschema likewise: the task-schema check keeps its validator classes (an lru_cache), so a
 # jsonschema loaded anew raised a SchemaError the check no longer caught.
-# httpcore likewise: httpx imports it lazily but keeps the exception map of its first import,
-# so an httpcore loaded anew after a pytester run would raise exceptions httpx no longer maps
-# (httpcore.ConnectError escaping instead of httpx.ConnectError).
+# The adapters' HTTP client likewise: new_client imports aiohttp (and httpx-aiohttp) lazily,
+# and an aiohttp loaded anew after a pytester run would meet its C extensions (parser,
+# multidict, yarl) kept from the first load, with exception classes the new one no longer
+# catches.
 
 SMALL_SUITE = """\
 version: 1

@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import json
 import queue
+import shutil
 import socket
+import ssl
+import subprocess
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 FILLER = b" " * 65536
@@ -69,16 +74,27 @@ class _CountingHTTPServer(ThreadingHTTPServer):
     # Handler threads must never keep the test process alive.
     daemon_threads = True
     connections = 0
+    tls: ssl.SSLContext | None = None
 
     def process_request(self, request: Any, client_address: Any) -> None:
         self.connections += 1  # the accept loop runs on one thread
         super().process_request(request, client_address)
 
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        # On the handler's thread: a slow or failed TLS handshake never stalls the accept loop.
+        if self.tls is not None:
+            try:
+                request = self.tls.wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError):
+                return  # e.g. a client that does not trust the certificate
+        super().finish_request(request, client_address)
+
 
 class LoopbackServer:
-    """Threaded HTTP server on 127.0.0.1 with an OS-chosen port."""
+    """Threaded HTTP server on 127.0.0.1 with an OS-chosen port; HTTPS with ``tls`` (a server
+    context, e.g. ``LoopbackCertificate.server_context()``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.replies: queue.Queue[Reply] = queue.Queue()
         # When set, answers every request (instead of the queue), e.g. a server that serves
         # many processes and counts what each request body cost.
@@ -87,13 +103,14 @@ class LoopbackServer:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._httpd = _CountingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.tls = tls
         self._thread = threading.Thread(target=self._serve, name="loopback-http", daemon=True)
         self._serving = threading.Event()
 
     @property
     def url(self) -> str:
         host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"{'https' if self._httpd.tls else 'http'}://{host}:{port}"
 
     @property
     def connections(self) -> int:
@@ -203,8 +220,8 @@ class LoopbackServer:
 
 
 @contextmanager
-def running_server() -> Iterator[LoopbackServer]:
-    server = LoopbackServer()
+def running_server(tls: ssl.SSLContext | None = None) -> Iterator[LoopbackServer]:
+    server = LoopbackServer(tls)
     server.start()
     try:
         yield server
@@ -222,3 +239,85 @@ def refused_url() -> Iterator[str]:
         yield f"http://127.0.0.1:{sock.getsockname()[1]}"
     finally:
         sock.close()
+
+
+@dataclass(frozen=True)
+class LoopbackCertificate:
+    """A self-signed certificate for 127.0.0.1 and its key (PEM files), made for the test."""
+
+    cert: Path
+    key: Path
+
+    def server_context(self) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.cert, self.key)
+        return context
+
+    def client_context(self) -> ssl.SSLContext:
+        """Trusts this certificate alone, with verification on (as a client's default)."""
+        return ssl.create_default_context(cafile=str(self.cert))
+
+
+@contextmanager
+def loopback_certificate() -> Iterator[LoopbackCertificate | None]:
+    """A new ``LoopbackCertificate`` in a folder removed afterwards, made with the
+    cryptography package when it is installed, else with the openssl command; None when
+    neither is there."""
+    with tempfile.TemporaryDirectory() as folder:
+        cert, key = Path(folder) / "cert.pem", Path(folder) / "key.pem"
+        try:
+            _certificate_with_cryptography(cert, key)
+        except ImportError:
+            openssl = shutil.which("openssl")
+            if openssl is None:
+                yield None
+                return
+            subprocess.run(
+                [openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                 "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                 "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+                check=True, capture_output=True,
+            )  # fmt: skip
+        yield LoopbackCertificate(cert, key)
+
+
+def _certificate_with_cryptography(cert: Path, key: Path) -> None:
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    private = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(private.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        # Python 3.13's strict verification wants the key identifiers.
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(private.public_key()), False)
+        .add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(private.public_key()), False
+        )
+        .sign(private, hashes.SHA256())
+    )
+    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key.write_bytes(
+        private.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )

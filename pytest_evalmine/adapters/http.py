@@ -23,7 +23,6 @@ import httpx
 
 from ..redaction import redact, remember_key
 from .base import AdapterError, max_response_bytes
-from .transport import plain_http_transport_for
 
 # Longest provider message we keep: enough to act on, short enough for a one-line outcome.
 MAX_MESSAGE_CHARS = 500
@@ -32,6 +31,9 @@ SECRET_HEADERS = ("authorization", "x-api-key", "x-goog-api-key", "api-key")
 RETRYABLE_STATUSES = frozenset({408, 409, 529})
 # Every provider we speak to answers a completion with 200; another 2xx is not an answer.
 ANSWER_STATUS = 200
+# Longest wait for a TCP (and TLS) connection: a reachable server accepts in milliseconds,
+# and the kernel's SYN retries (1, 3, 7 s) fit in it. The SDKs of Anthropic and OpenAI use 5 s.
+CONNECT_TIMEOUT_S = 10.0
 
 
 def api_key_from_env(env_name: str, provider: str) -> str:
@@ -68,12 +70,13 @@ class ClientHolder:
     keep-alive connections serve them all; a dispatcher of its own runs a loop per batch and
     calls ``aclose`` after it. A client found bound to another loop is dropped rather than
     reused: awaiting its close from a foreign loop can hang or raise, and its sockets die with
-    their loop anyway.
+    their loop anyway. ``client_options`` go to ``new_client`` (e.g. ``verify``, an
+    ``ssl.SSLContext`` trusting a test server's certificate).
     """
 
     def __init__(self, base_url: str = "", **client_options: Any) -> None:
         self._base_url = base_url
-        self._options = {**client_options_for(base_url), **client_options}
+        self._options = client_options
         self._client: httpx.AsyncClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -109,14 +112,13 @@ def client_options_for(base_url: str) -> dict[str, Any]:
 
 
 def new_client(base_url: str, **options: Any) -> httpx.AsyncClient:
-    """An ``httpx.AsyncClient`` for ``base_url``; a plain-http endpoint without a proxy gets
-    a transport of its own under it (``transport.PlainHttpTransport``): the same client API
-    at a small part of httpcore's CPU per request."""
-    if "transport" not in options:
-        transport = plain_http_transport_for(base_url)
-        if transport is not None:
-            options = {**options, "transport": transport}
-    return httpx.AsyncClient(**options)
+    """An ``httpx.AsyncClient`` for ``base_url`` with ``client_options_for`` under
+    ``options``, on aiohttp (``aiohttp_transport.AiohttpClient``) for http and https alike.
+    aiohttp is imported here, when a run builds its first client: a run that makes no real
+    call never loads it."""
+    from .aiohttp_transport import AiohttpClient
+
+    return AiohttpClient(**{**client_options_for(base_url), **options})
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -216,7 +218,11 @@ async def _exchange(
     hint = f" ({unreachable_hint})" if unreachable_hint else ""
     try:
         request = client.build_request(
-            method, parsed_url(url), headers=dict(headers), json=json_body, timeout=timeout_s
+            method,
+            parsed_url(url),
+            headers=dict(headers),
+            json=json_body,
+            timeout=timeouts_for(timeout_s),
         )
         return await asyncio.wait_for(_send(client, request, hidden), timeout=timeout_s)
     except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
@@ -235,6 +241,13 @@ async def _exchange(
         raise AdapterError(
             "bad_request", redact(f"invalid URL: {exc}", hidden), retryable=False
         ) from None
+    except httpx.LocalProtocolError as exc:
+        # A request that cannot be framed (a line break in a header value) never will be.
+        raise AdapterError(
+            "bad_request",
+            redact(f"cannot send to {_origin(url)}: {exc}", hidden),
+            retryable=False,
+        ) from None
     except httpx.DecodingError as exc:
         raise AdapterError(
             "malformed_response",
@@ -252,6 +265,16 @@ async def _exchange(
             retryable=True,
             possibly_billed=not isinstance(exc, httpx.ConnectError),
         ) from None
+
+
+@functools.lru_cache(maxsize=64)
+def timeouts_for(timeout_s: float) -> httpx.Timeout:
+    """Per-phase timeouts of an exchange whose overall deadline is ``timeout_s``: connecting
+    (and waiting for a pooled connection) gets half of it, at most ``CONNECT_TIMEOUT_S``, so a
+    connect timeout is always seen as one (the request never left, nothing is billed) instead
+    of racing the overall deadline, which cannot tell whether the request was sent."""
+    connect_s = min(CONNECT_TIMEOUT_S, timeout_s / 2)
+    return httpx.Timeout(timeout_s, connect=connect_s, pool=connect_s)
 
 
 @functools.lru_cache(maxsize=256)
