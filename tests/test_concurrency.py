@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from pytest_evalmine.adapters.base import Request
-from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.errors import EvalmineError
 from pytest_evalmine.reports.sections import concurrency_line
 from pytest_evalmine.run.concurrency import (
@@ -25,11 +24,10 @@ from pytest_evalmine.run.concurrency import (
 )
 from pytest_evalmine.run.dispatch import OK, Dispatcher
 from pytest_evalmine.run.endpoints import parse_option
-from pytest_evalmine.run.prices import load_prices
-from pytest_evalmine.run.store import Store
 from pytest_evalmine.suite.loader import schema_problem
 
 from .conftest import latest_report, newest_run_dir
+from .dispatchers import endpoint_dispatcher
 from .slot_server import SlotServer, running_slot_server
 from .test_endpoints_run import ENDPOINT_SUITE
 
@@ -210,23 +208,7 @@ def test_suite_endpoint_concurrency_may_be_fixed() -> None:
 
 
 def dispatcher_for(tmp_path: Path, spec: str, **kwargs: object) -> Dispatcher:
-    endpoint = parse_option(spec)
-    registry = AdapterRegistry()
-    registry.register("local", endpoint.factory())
-    row = endpoint.price_row()
-    assert row is not None
-    return Dispatcher(
-        registry=registry,
-        store=Store(tmp_path / "cache.sqlite"),
-        prices=load_prices().with_rows((row,)),
-        run_token="run",
-        cap_usd=10.0,
-        backoff_s=0.0,
-        adaptive=True,
-        fixed_providers=frozenset({"local"}) if endpoint.concurrency_fixed else frozenset(),
-        provider_concurrency={"local": endpoint.concurrency} if endpoint.concurrency else {},
-        **{"retries": 0, **kwargs},  # type: ignore[arg-type]
-    )
+    return endpoint_dispatcher(tmp_path, spec, adaptive=True, **kwargs)
 
 
 def ask(count: int, timeout_s: float) -> list[Request]:

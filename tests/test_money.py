@@ -22,7 +22,6 @@ import pytest
 
 from pytest_evalmine import exitcodes
 from pytest_evalmine.adapters.base import Request
-from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.errors import EvalmineError
 from pytest_evalmine.reports.render import money
 from pytest_evalmine.run.dispatch import ERROR, Dispatcher
@@ -39,6 +38,7 @@ from .conftest import (
     latest_report,
     newest_run_dir,
 )
+from .dispatchers import endpoint_dispatcher
 from .http_server import LoopbackServer, Received, Reply, refused_url, running_server
 from .test_dispatch import Probe, make_dispatcher
 from .test_endpoints_run import ENDPOINT_SUITE, MODELS, chat_reply
@@ -228,7 +228,7 @@ def test_runs_started_in_the_same_millisecond_get_distinct_tokens(
 
 
 def test_a_dead_owners_claim_is_taken_over_and_a_live_ones_is_not(tmp_path: Path) -> None:
-    from pytest_evalmine.run.store import CLAIMED, HELD, Store, owner_alive, process_owner
+    from pytest_evalmine.run.store import CLAIMED, HELD, owner_alive, process_owner
 
     store = Store(tmp_path / "cache.sqlite")
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -252,19 +252,7 @@ def test_a_dead_owners_claim_is_taken_over_and_a_live_ones_is_not(tmp_path: Path
 
 
 def _endpoint_dispatcher(tmp_path: Path, url: str, **kwargs: Any) -> Dispatcher:
-    endpoint = parse_option(f"local={url}/v1,input=1,output=2")
-    registry = AdapterRegistry()
-    registry.register("local", endpoint.factory())
-    row = endpoint.price_row()
-    assert row is not None
-    return Dispatcher(
-        registry=registry,
-        store=Store(tmp_path / "cache.sqlite"),
-        prices=load_prices().with_rows((row,)),
-        run_token="run",
-        backoff_s=0.0,
-        **{"cap_usd": 10.0, "retries": 0, **kwargs},
-    )
+    return endpoint_dispatcher(tmp_path, f"local={url}/v1,input=1,output=2", **kwargs)
 
 
 def _serve(server: LoopbackServer, reply: Reply) -> None:

@@ -15,13 +15,10 @@ import pytest
 
 from pytest_evalmine import exitcodes
 from pytest_evalmine.adapters.base import Request
-from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.run.dispatch import OK, Dispatcher
-from pytest_evalmine.run.endpoints import parse_option
-from pytest_evalmine.run.prices import load_prices
-from pytest_evalmine.run.store import Store
 
 from .conftest import SMALL_SUITE, latest_report
+from .dispatchers import endpoint_dispatcher
 from .http_server import Received, Reply, running_server
 from .test_endpoints_run import MODELS
 
@@ -85,19 +82,7 @@ def liar(lie: Callable[[Received], dict[str, Any]], content: str = ANSWER) -> Ca
 
 
 def dispatcher_for(tmp_path: Path, url: str, **kwargs: Any) -> Dispatcher:
-    endpoint = parse_option(f"local={url}/v1,{PRICES}")
-    registry = AdapterRegistry()
-    registry.register("local", endpoint.factory())
-    row = endpoint.price_row()
-    assert row is not None
-    return Dispatcher(
-        registry=registry,
-        store=Store(tmp_path / "cache.sqlite"),
-        prices=load_prices().with_rows((row,)),
-        run_token="run",
-        backoff_s=0.0,
-        **{"cap_usd": 10.0, "retries": 0, **kwargs},
-    )
+    return endpoint_dispatcher(tmp_path, f"local={url}/v1,{PRICES}", **kwargs)
 
 
 SCHEMA = {"type": "object", "properties": {"category": {"type": "string"}}}

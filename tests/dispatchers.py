@@ -1,0 +1,36 @@
+"""A dispatcher over one endpoint named ``local``, as the money, usage and concurrency tests
+build it: its own cache database, the endpoint's declared price, no retries or back-off
+unless a test asks for them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pytest_evalmine.adapters.registry import AdapterRegistry
+from pytest_evalmine.run.dispatch import Dispatcher
+from pytest_evalmine.run.endpoints import parse_option
+from pytest_evalmine.run.prices import load_prices
+from pytest_evalmine.run.store import Store
+
+
+def endpoint_dispatcher(tmp_path: Path, spec: str, **kwargs: Any) -> Dispatcher:
+    """``spec`` as ``--evalmine-endpoint`` takes it (``local=URL,...``); ``kwargs`` override
+    the dispatcher's fields (cap 10 USD, 0 retries by default)."""
+    endpoint = parse_option(spec)
+    registry = AdapterRegistry()
+    registry.register("local", endpoint.factory())
+    row = endpoint.price_row()
+    assert row is not None
+    settings: dict[str, Any] = {"cap_usd": 10.0, "retries": 0, "backoff_s": 0.0}
+    if endpoint.concurrency:
+        settings["provider_concurrency"] = {"local": endpoint.concurrency}
+    if endpoint.concurrency_fixed:
+        settings["fixed_providers"] = frozenset({"local"})
+    return Dispatcher(
+        registry=registry,
+        store=Store(tmp_path / "cache.sqlite"),
+        prices=load_prices().with_rows((row,)),
+        run_token="run",
+        **{**settings, **kwargs},
+    )
