@@ -255,11 +255,8 @@ def test_a_missing_offline_copy_is_an_error(
         materialize("gsm8k-160", tmp_path / "home", fetch=no_network)
 
 
-def test_run_by_name_with_a_limit_downloads_once(
-    pinned: Pinned, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    home = pytester.path / "home"
-    monkeypatch.setenv("EVALMINE_HOME", str(home))
+def run_gsm8k_with_a_limit_of_3(pytester: pytest.Pytester) -> None:
+    """gsm8k-160 by name on two fake models, its first 3 cases: 6 items, scored, not judged."""
     args = ["--evalmine-suite=gsm8k-160", "--evalmine-fake", "--evalmine-models=fake/a,fake/b"]
     result = pytester.runpytest(*args, "--evalmine-limit=3", "-v")
     result.assert_outcomes(failed=6)
@@ -273,6 +270,14 @@ def test_run_by_name_with_a_limit_downloads_once(
     report = latest_report(pytester.path, "gsm8k-160")
     assert report["items"] == 6 and report["score_only"] is True
     result.stdout.fnmatch_lines(["-- Scores *", "*fake/a  gsm8k        3 *"])
+
+
+def test_run_by_name_with_a_limit_downloads_once(
+    pinned: Pinned, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = pytester.path / "home"
+    monkeypatch.setenv("EVALMINE_HOME", str(home))
+    run_gsm8k_with_a_limit_of_3(pytester)
     assert pinned.requested() == ["/pinned/gsm8k/test.jsonl"]
     assert (home / "data" / "gsm8k" / "test.jsonl").read_bytes() == SMALL_GSM8K
 
@@ -562,19 +567,7 @@ def test_run_by_name_with_a_limit_on_the_public_copy(
     pytester: pytest.Pytester, offline: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("EVALMINE_HOME", str(pytester.path / "home"))
-    args = ["--evalmine-suite=gsm8k-160", "--evalmine-fake", "--evalmine-models=fake/a,fake/b"]
-    result = pytester.runpytest(*args, "--evalmine-limit=3", "-v")
-    result.assert_outcomes(failed=6)
-    result.stdout.fnmatch_lines(
-        [
-            f"*gsm8k-160.eval.yaml::gsm8k::{case}?{model}? FAILED*"
-            for case in ("q0001", "q0002", "q0003")
-            for model in ("fake/a", "fake/b")
-        ]
-    )
-    report = latest_report(pytester.path, "gsm8k-160")
-    assert report["items"] == 6 and report["score_only"] is True
-    result.stdout.fnmatch_lines(["-- Scores *", "*fake/a  gsm8k        3 *"])
+    run_gsm8k_with_a_limit_of_3(pytester)
 
 
 def test_mmlu_hs_160_from_the_public_copy(offline: Path, tmp_path: Path) -> None:

@@ -179,21 +179,7 @@ def echoing_server_reply(received: Received) -> Reply:
         # characters; redacted first, its marker now sits whole inside the clip.
         message = "x" * 450 + f" you sent {sent} " + "y" * 600
         return Reply.json(400, {"error": {"message": message}})
-    content = f"Sure. For the record your key is {token}, thanks."
-    return Reply.json(
-        200,
-        {
-            "id": "chatcmpl-1",
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {"prompt_tokens": 20, "completion_tokens": 12},
-        },
-    )
+    return chat_reply(f"Sure. For the record your key is {token}, thanks.", output_tokens=12)
 
 
 @pytest.mark.parametrize("workers", [0, 2], ids=["one-process", "xdist"])
@@ -411,7 +397,7 @@ def test_a_loaded_key_inside_a_prompt_never_reaches_the_pytest_html_page(
             assert token not in path.read_text("latin-1"), path
 
 
-def chat_reply(content: str) -> Reply:
+def chat_reply(content: str, output_tokens: int = 6) -> Reply:
     return Reply.json(
         200,
         {
@@ -423,6 +409,6 @@ def chat_reply(content: str) -> Reply:
                     "finish_reason": "stop",
                 }
             ],
-            "usage": {"prompt_tokens": 20, "completion_tokens": 6},
+            "usage": {"prompt_tokens": 20, "completion_tokens": output_tokens},
         },
     )
