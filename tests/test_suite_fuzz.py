@@ -36,6 +36,11 @@ SCHEMA: dict[str, Any] = json.loads(
     resources.files("pytest_evalmine.suite").joinpath("schema.json").read_text("utf-8")
 )
 EXAMPLES = int(os.environ.get("EVALMINE_FUZZ_EXAMPLES", "120"))
+
+# Every property: seeded and repeatable, no example database, no deadline on a shared machine.
+FUZZ = settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None)
+# Inputs drawn from everything (bytes, any JSON): most are filtered or slow, by design.
+FUZZ_ANY_INPUT = settings(FUZZ, suppress_health_check=list(HealthCheck))
 # A hang guard, not a speed requirement: the slowest inputs of issue 9 ran for minutes.
 HANG_S = 30
 SHOWN = "suites/fuzz.eval.yaml"
@@ -288,13 +293,7 @@ fuzz_inputs = st.tuples(
 
 @pytest.mark.filterwarnings("ignore")
 @seed(20261201)
-@settings(
-    max_examples=EXAMPLES,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-)
+@FUZZ_ANY_INPUT
 @given(fuzz_inputs)
 def test_any_suite_loads_or_is_refused_in_clean_lines(
     tmp_path_factory: pytest.TempPathFactory, case: tuple[Any, str, int, str, str | None]
@@ -334,7 +333,7 @@ csv_tables = st.tuples(
 
 
 @seed(20261202)
-@settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None)
+@FUZZ
 # Python's writer quotes a cell holding a line break only when the break is in its own line
 # terminator: with "\n" it would leave a lone "\r" bare, which no reader takes as text.
 @given(
@@ -378,7 +377,7 @@ CSV_BREAKS = [b'"', b",", b"\n", b"\r", b"\r\n", b"\xff", b"\xc3", b"\x00", b"\x
 
 @pytest.mark.filterwarnings("ignore")
 @seed(20261203)
-@settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None)
+@FUZZ
 @given(
     st.one_of(
         st.binary(max_size=300),
@@ -505,13 +504,7 @@ shaped = st.recursive(st.booleans() | st.just({}), shaped_schemas, max_leaves=12
 
 @pytest.mark.filterwarnings("ignore")
 @seed(20261204)
-@settings(
-    max_examples=EXAMPLES,
-    derandomize=True,
-    database=None,
-    deadline=None,
-    suppress_health_check=list(HealthCheck),
-)
+@FUZZ_ANY_INPUT
 @given(st.one_of(shaped, task_schemas, json_values))
 def test_any_json_as_a_task_schema_is_refused_in_clean_lines_or_answered_without_a_crash(
     tmp_path_factory: pytest.TempPathFactory, schema: Any
