@@ -25,7 +25,8 @@ from pytest_evalmine.judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Judge
 from pytest_evalmine.reports.html_page import render_html
 from pytest_evalmine.reports.labelling import audit_order
 from pytest_evalmine.reports.sections import win_rate_section
-from pytest_evalmine.stats.ppi import ppi_mean, t_quantile
+from pytest_evalmine.stats.paired import t_quantile as exact_t_quantile
+from pytest_evalmine.stats.ppi import ppi_mean
 from pytest_evalmine.stats.sampling import in_hash_sample
 from pytest_evalmine.suite.loader import Suite, load_suite
 
@@ -153,12 +154,12 @@ def test_too_few_labels_give_no_estimate() -> None:
 
 def test_t_quantile_agrees_with_scipy() -> None:
     for df in (1, 2):
-        assert t_quantile(0.95, df) == pytest.approx(student_t.ppf(0.975, df), abs=1e-9)
+        assert exact_t_quantile(df, 0.95) == pytest.approx(student_t.ppf(0.975, df), abs=1e-9)
     for df in (3, 4):
-        assert t_quantile(0.95, df) == pytest.approx(student_t.ppf(0.975, df), abs=4e-3)
+        assert exact_t_quantile(df, 0.95) == pytest.approx(student_t.ppf(0.975, df), abs=4e-3)
     for df in range(5, 200):
-        assert t_quantile(0.95, df) == pytest.approx(student_t.ppf(0.975, df), abs=3e-4)
-        assert t_quantile(0.9, df) == pytest.approx(student_t.ppf(0.95, df), abs=3e-4)
+        assert exact_t_quantile(df, 0.95) == pytest.approx(student_t.ppf(0.975, df), abs=3e-4)
+        assert exact_t_quantile(df, 0.9) == pytest.approx(student_t.ppf(0.95, df), abs=3e-4)
 
 
 # --- coverage -----------------------------------------------------------------------------
