@@ -62,6 +62,7 @@ def simulate(limiter: ConcurrencyLimiter, slots: int, service_s: float, calls: i
             left -= 1
         now, _, sent_at, attempt = heapq.heappop(answers)
         seen.latencies.append(now - sent_at)
+        limiter.returned(attempt)
         limiter.answered(attempt, now - sent_at)
         limiter.release()
         seen.widths.append(limiter.limit)
@@ -84,7 +85,8 @@ def test_flat_latency_grows_to_the_ceiling_and_never_past_it() -> None:
     limiter = ConcurrencyLimiter(ceiling=8)
     seen = simulate(limiter, slots=32, service_s=0.2, calls=200)
     assert limiter.backoffs == 0
-    assert seen.widths[0] == 2  # slow start: 1, then doubling
+    # The first answer warms up (in no round); slow start: 1, then doubling.
+    assert seen.widths[:3] == [1, 2, 2]
     assert max(seen.widths) == 8 and limiter.limit == 8
     assert seen.max_in_flight <= 8
     assert limiter.summary() == {
@@ -143,6 +145,7 @@ def test_one_long_answer_in_a_round_is_not_a_queue() -> None:
     limiter = ConcurrencyLimiter(ceiling=8, declared=4)
     for _ in range(4):
         limiter.acquire()
+    limiter.answered(limiter.attempt(), 1.0)  # the warm-up answer, in no round
     for latency in (1.0, 1.0, 1.0, 1.0):  # the baseline round at 4, in full use
         limiter.answered(limiter.attempt(), latency)
         limiter.release()
@@ -152,6 +155,51 @@ def test_one_long_answer_in_a_round_is_not_a_queue() -> None:
     for latency in (1.0, 1.1, 0.9, 1.0, 6.0):  # one long answer at 5
         limiter.answered(limiter.attempt(), latency)
     assert (limiter.limit, limiter.backoffs) == (6, 0)
+
+
+def test_a_cold_first_answer_does_not_hide_the_queue_behind_it() -> None:
+    # CI saw it: the first call (connection set-up, a loaded machine) took 0.5 s, and as the
+    # baseline it made the one-slot server's doubled latency at width 2 look flat.
+    limiter = ConcurrencyLimiter(ceiling=8)
+
+    def answer(latency: float) -> None:
+        limiter.acquire()
+        limiter.answered(limiter.attempt(), latency)
+        limiter.release()
+
+    answer(0.5)  # cold
+    assert limiter.limit == 1
+    answer(0.2)  # the round at width 1
+    assert limiter.limit == 2
+    for _ in range(2):
+        limiter.acquire()
+    for latency in (0.2, 0.4):  # one slot: the second call waited for the first
+        limiter.answered(limiter.attempt(), latency)
+    assert (limiter.limit, limiter.backoffs) == (1, 1)
+
+
+def test_a_round_whose_calls_were_never_out_together_does_not_grow() -> None:
+    # CI saw it: on a loaded machine the second call of the round at width 2 went out after
+    # the first came back, so a one-slot server looked flat at 2 and the width went to 4.
+    limiter = ConcurrencyLimiter(ceiling=8)
+
+    def exchange(latency: float) -> None:
+        sent = limiter.attempt()
+        limiter.returned(sent)
+        limiter.answered(sent, latency)
+
+    limiter.acquire()
+    exchange(0.3)  # the warm-up
+    exchange(0.3)  # the round at width 1: the width grows to 2
+    assert limiter.limit == 2
+    limiter.acquire()  # the next call takes its place while the last one still holds its own
+    limiter.release()
+    exchange(0.3)
+    limiter.release()
+    limiter.acquire()
+    exchange(0.3)  # sent after the one before came back
+    limiter.release()
+    assert (limiter.limit, limiter.highest, limiter.backoffs) == (2, 2, 0)
 
 
 def test_what_counts_as_an_overload() -> None:
@@ -223,9 +271,10 @@ def timeouts(outcomes: list) -> int:
 
 
 def test_one_slot_server_default_settings_no_timeouts(tmp_path: Path) -> None:
-    with running_slot_server(SlotServer(slots=1, service_s=0.1)) as (loopback, server):
+    # 0.25 s answers: a loaded machine's jitter stays well under the 1.5x a queue shows.
+    with running_slot_server(SlotServer(slots=1, service_s=0.25)) as (loopback, server):
         dispatcher = dispatcher_for(tmp_path, f"local={loopback.url}/v1,free", concurrency=8)
-        outcomes = dispatcher.run_each(dispatcher.plan(ask(12, timeout_s=0.6)))
+        outcomes = dispatcher.run_each(dispatcher.plan(ask(12, timeout_s=1.5)))
     assert [o.status for o in outcomes] == [OK] * 12
     assert all(o.attempts == 1 for o in outcomes)
     assert server.max_waiting <= 1
@@ -311,7 +360,8 @@ def test_merged_concurrency_of_answers_and_judge() -> None:
 
 def test_a_run_reports_the_concurrency_it_used(pytester: pytest.Pytester) -> None:
     pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
-    with running_slot_server(SlotServer(slots=1, service_s=0.2)) as (loopback, server):
+    # 0.3 s answers: a loaded machine's jitter stays well under the 1.5x a queue shows.
+    with running_slot_server(SlotServer(slots=1, service_s=0.3)) as (loopback, server):
         result = pytester.runpytest(f"--evalmine-endpoint=local={loopback.url}/v1,free")
     result.assert_outcomes(passed=6)
     report = latest_report(pytester.path)

@@ -208,6 +208,28 @@ def test_two_processes_of_one_run_never_pay_twice(tmp_path: Path) -> None:
     assert total == pytest.approx(sum(o.cost_usd for o in results["b"].values()))
 
 
+def _open_and_count(path: str, barrier: threading.Barrier) -> str | None:
+    barrier.wait()
+    try:
+        Store(path).connection.execute("SELECT count(*) FROM answers").fetchone()
+    except sqlite3.Error as error:
+        return repr(error)
+    return None
+
+
+def test_processes_opening_a_fresh_cache_at_once_all_get_it(tmp_path: Path) -> None:
+    # Switching a fresh file to WAL while others do the same returns "database is locked" at
+    # once, past SQLite's busy handler (xdist workers starting together hit it in CI).
+    context = multiprocessing.get_context("spawn")
+    errors: list[str] = []
+    with context.Manager() as manager, context.Pool(8) as pool:
+        for attempt in range(12):
+            barrier = manager.Barrier(8)
+            path = str(tmp_path / f"cache{attempt}.sqlite")
+            errors += [e for e in pool.starmap(_open_and_count, [(path, barrier)] * 8) if e]
+    assert errors == []
+
+
 def test_cache_key_is_the_documented_hash(tmp_path: Path) -> None:
     adapter = FakeAdapter()
     request = Request(model="fake/a", prompt="hi", system="be brief", max_tokens=10, stop=("x",))

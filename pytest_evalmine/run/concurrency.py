@@ -10,7 +10,9 @@ drives it with scripted latencies):
   would already sit in the server's queue before any answer came back);
 - a round is as many answers as the width, of calls sent at that width; its latency is their
   upper median (one long answer is not a queue), compared with the best round at a lower
-  width: grown by more than ``QUEUE_RATIO`` (and ``QUEUE_SLACK_S``), the server is queueing;
+  width (the provider's first answer is in no round: it carries the connection's set-up and
+  the server's cold start, and as a baseline would hide the queue behind it): grown by more
+  than ``QUEUE_RATIO`` (and ``QUEUE_SLACK_S``), the server is queueing;
 - a queue, a 429/503 or a timeout halves the width (a back-off); a flat round at full width
   adds 1; never below 1 nor above the ceiling (``--evalmine-concurrency``);
 - signals from calls sent before the last back-off are ignored: they were sent too wide and
@@ -64,10 +66,15 @@ class ConcurrencyLimiter:
     highest: int = field(init=False)
     _slow_start: bool = field(init=False)
     _round: list[float] = field(default_factory=list, init=False)
-    # Whether the width was in use in full during this round: only then may it grow.
+    # Calls of this round sent and not yet returned: the server's view of the width, which
+    # the gate's count is not (a call holds its gate place a moment after its answer, and a
+    # call waiting to be sent holds one too).
+    _round_out: int = field(default=0, init=False)
+    # Whether this round's calls were out at the full width at once: only then may it grow.
     _round_full: bool = field(default=False, init=False)
     # The best round latency seen at each width.
     _best: dict[int, float] = field(default_factory=dict, init=False)
+    _warmed_up: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self.ceiling = max(1, self.ceiling)
@@ -86,19 +93,28 @@ class ConcurrencyLimiter:
 
     def acquire(self) -> None:
         self.in_flight += 1
-        if self.in_flight >= self.limit:
-            self._round_full = True
 
     def release(self) -> None:
         self.in_flight -= 1
 
     def attempt(self) -> Attempt:
+        """A call is being sent; ``returned`` follows when its exchange ends, however."""
         self.sent += 1
+        self._round_out += 1
+        if self._round_out >= self.limit:
+            self._round_full = True
         return Attempt(self.epoch)
+
+    def returned(self, attempt: Attempt) -> None:
+        if attempt.epoch == self.epoch:
+            self._round_out -= 1
 
     def answered(self, attempt: Attempt, latency_s: float) -> None:
         """A call sent at ``attempt`` was answered after ``latency_s`` (from its send)."""
         if self.fixed or attempt.epoch != self.epoch:
+            return
+        if not self._warmed_up:
+            self._warmed_up = True
             return
         self._round.append(latency_s)
         if len(self._round) < self.limit:
@@ -137,7 +153,8 @@ class ConcurrencyLimiter:
         self.highest = max(self.highest, limit)
         self.epoch += 1
         self._round = []
-        self._round_full = self.in_flight >= limit
+        self._round_out = 0
+        self._round_full = False
 
     def summary(self) -> dict[str, Any]:
         """report.json ``concurrency.PROVIDER``: the widths used and the back-offs."""

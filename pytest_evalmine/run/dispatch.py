@@ -25,7 +25,7 @@ from ..adapters.base import SCHEMA_PROMPTED, Adapter, AdapterError, Request, Res
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError, EvalmineWarning
 from ..redaction import redact
-from .concurrency import ConcurrencyLimiter, Gate, is_overload
+from .concurrency import Attempt, ConcurrencyLimiter, Gate, is_overload
 from .loop import SessionLoop
 from .outcome import BUDGET, ERROR, INTERRUPTED, OK, REPLAY_MISS, Outcome, Progress
 from .planned import Estimate, Planned
@@ -615,6 +615,14 @@ class Dispatcher:
             assert self._settled is not None
             self._settled.set()
 
+    async def _send_counted(
+        self, item: Planned, limiter: ConcurrencyLimiter, sent: Attempt
+    ) -> Response:
+        try:
+            return await self._send(item)
+        finally:
+            limiter.returned(sent)
+
     async def _call(self, item: Planned, reservation: int) -> Outcome:
         attempts = 0
         possibly_billed = 0.0
@@ -627,7 +635,7 @@ class Dispatcher:
             sent = limiter.attempt()
             started = asyncio.get_running_loop().time()
             try:
-                response = await self._send(item)
+                response = await self._send_counted(item, limiter, sent)
             except asyncio.CancelledError:
                 if not self._grace_over:
                     raise

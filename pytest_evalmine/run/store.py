@@ -141,6 +141,15 @@ def process_owner() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{status[1] if status else 0}"
 
 
+# How long a process waits for another's write to the cache before it gives up.
+BUSY_TIMEOUT_S = 60.0
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    message = str(error).lower()
+    return "locked" in message or "busy" in message
+
+
 class Store:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
@@ -150,26 +159,50 @@ class Store:
     @property
     def connection(self) -> sqlite3.Connection:
         if self._connection is None:
-            connection = sqlite3.connect(
-                self.path, timeout=60, isolation_level=None, check_same_thread=False
-            )
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
-            connection.execute("PRAGMA busy_timeout=60000")
-            with self._write(connection):
-                if connection.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
-                    connection.execute("DROP TABLE IF EXISTS claims")
-                    if connection.execute(
-                        "SELECT 1 FROM sqlite_master WHERE name = 'ledger'"
-                    ).fetchone():
-                        for statement in _LEDGER_V1_UPGRADE:
-                            connection.execute(statement)
-                    connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-                for statement in SCHEMA.split(";"):
-                    if statement.strip():
-                        connection.execute(statement)
-            self._connection = connection
+            self._connection = self._open()
         return self._connection
+
+    def _open(self) -> sqlite3.Connection:
+        """A connection in WAL mode with the schema in place, opened while other processes may
+        be opening the same file.
+
+        SQLite's busy handler does not cover every lock taken while a connection first sets
+        up WAL (switching the journal mode, recovering another process's WAL index: it then
+        returns "database is locked" at once, to avoid a deadlock). Those cases are retried
+        here, for as long as the busy timeout would have waited."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        pause = 0.005
+        while True:
+            connection = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
+            )
+            try:
+                self._set_up(connection)
+                return connection
+            except sqlite3.OperationalError as error:
+                connection.close()
+                if not _is_busy(error) or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.25)
+
+    def _set_up(self, connection: sqlite3.Connection) -> None:
+        if connection.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("PRAGMA synchronous=NORMAL")
+        connection.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        with self._write(connection):
+            if connection.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                connection.execute("DROP TABLE IF EXISTS claims")
+                if connection.execute(
+                    "SELECT 1 FROM sqlite_master WHERE name = 'ledger'"
+                ).fetchone():
+                    for statement in _LEDGER_V1_UPGRADE:
+                        connection.execute(statement)
+                connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    connection.execute(statement)
 
     def close(self) -> None:
         if self._connection is not None:
