@@ -400,7 +400,18 @@ def test_a_run_judges_every_answer_on_every_criterion(pytester: pytest.Pytester)
     assert "PASS recall" in section and "FAIL recall" in section
     markdown = (newest_run_dir(pytester.path, "binary") / "report.md").read_text()
     assert "## Binary judges (PASS/FAIL per criterion)" in markdown
-    assert "| model | task | criterion | pass rate | corrected (Rogan-Gladen) |" in markdown
+    assert (
+        "| model | task | criterion | pass rate | corrected (Rogan-Gladen) "
+        "| prediction-powered (PPI) |" in markdown
+    )
+    # polite's PPI rate, as report.json holds it, in its row; below 20 labels, no headline
+    ppi = rows["polite"]["ppi"]
+    assert ppi is not None and not rows["polite"]["ppi_eligible"] and ppi["labels"] < 20
+    low, high = ppi["interval"]["low"], ppi["interval"]["high"]
+    shown = f"{100 * ppi['estimate']:.1f}% [{100 * low:.1f}%, {100 * high:.1f}%]"
+    shown += f" from {ppi['labels']} labels"
+    assert f"{shown}\u2020 too few labels |" in markdown
+    assert rows["on-topic"]["ppi"] is None
     # on-topic has no labels: flagged wherever it is shown
     assert rows["on-topic"]["flag"] == "UNCALIBRATED"
     assert "\u2020 reply/on-topic not eligible" in markdown

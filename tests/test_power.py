@@ -101,13 +101,16 @@ def test_kappa_labels_by_hand() -> None:
 
 
 def test_ppi_labels_by_hand() -> None:
-    # labels alone: z^2 V / h^2 = 3.841459 x 0.25 / 0.01 = 96.04 -> 97
-    assert pw.ppi_labels(0.10, 0.25, 0.0, 0) == 97
-    assert pw.ppi_labels(0.10, 0.25, 0.9, 0) == 97  # no unlabelled items: the judge adds none
+    # labels alone: z^2 V / h^2 = 3.841459 x 0.25 / 0.01 = 96.04, where the search starts;
+    # the interval's t at n - 2: t_96 sqrt(0.25 / 98) = 1.98498 x 0.050508 = 0.10026 > 0.10,
+    # t_97 sqrt(0.25 / 99) = 1.98472 x 0.050252 = 0.09974 <= 0.10 -> 99
+    assert pw.ppi_labels(0.10, 0.25, 0.0, 0) == 99
+    assert pw.ppi_labels(0.10, 0.25, 0.9, 0) == 99  # no unlabelled items: the judge adds none
     n = pw.ppi_labels(0.05, 0.25, 0.5, 200)
     assert pw.ppi_half_width(n, 0.25, 0.5, 200) <= 0.05 < pw.ppi_half_width(n - 1, 0.25, 0.5, 200)
-    # a perfect judge over very many items: Var -> V/n (1 - N/(N+n)) = V/(N+n)
-    assert pw.ppi_labels(0.05, 0.25, 1.0, 10**6) == 1
+    # a perfect judge over very many items: Var -> V/n (1 - N/(N+n)) = V/(N+n); the interval
+    # still needs a degree of freedom: 3 labels
+    assert pw.ppi_labels(0.05, 0.25, 1.0, 10**6) == 3
     assert pw.ppi_labels(0.05, 0.25, 0.5, 200) < pw.ppi_labels(0.05, 0.25, 0.0, 0)
 
 
@@ -191,8 +194,10 @@ def test_kappa_posterior_interval_is_kappa_interval_over_counts() -> None:
 
 def test_planned_audit_labels_give_the_planned_half_width() -> None:
     """PPI++ with its optimal weight over 4,000 simulated audits (a judge agreeing with the
-    human label 75 % of the time: correlation 0.5): z x the estimates' spread is the planned
-    half-width within 5 %, and the labels-only spread is the labels-only one."""
+    human label 75 % of the time: correlation 0.5): the interval's quantile (t at n - 2,
+    from scipy here) x the estimates' spread is the planned half-width within 5 %, and the
+    labels-only spread is the labels-only one."""
+    from scipy.stats import t
     rng = np.random.default_rng(17)
     rho, unlabelled, half_width = 0.5, 200, 0.05
     n = pw.ppi_labels(half_width, 0.25, rho, unlabelled)
@@ -204,10 +209,11 @@ def test_planned_audit_labels_give_the_planned_half_width() -> None:
     others = np.where(rng.random((4000, unlabelled)) < agree, hidden, ~hidden)
     weight = rho * unlabelled / (unlabelled + n)  # Cov / Var(judge) x N / (N + n)
     estimates = y.mean(axis=1) - weight * (judge.mean(axis=1) - others.mean(axis=1))
-    assert Z * estimates.std() == pytest.approx(
+    quantile = t.ppf(0.975, n - 2)
+    assert quantile * estimates.std() == pytest.approx(
         pw.ppi_half_width(n, 0.25, rho, unlabelled), rel=0.05
     )
-    assert Z * estimates.std() <= half_width * 1.05
+    assert quantile * estimates.std() <= half_width * 1.05
     assert Z * y.mean(axis=1).std() == pytest.approx(Z * math.sqrt(0.25 / n), rel=0.05)
 
 

@@ -185,6 +185,21 @@ def _corrected(stored: dict[str, Any] | None) -> str:
     return f"{percent(stored['rate'])} [{percent(interval['low'])}, {percent(interval['high'])}]"
 
 
+def _ppi_pass_rate(stored: dict[str, Any]) -> str:
+    """A criterion's prediction-powered pass rate, ``71.0% [58.2%, 83.1%] from 24 labels``;
+    flagged as no headline below the label floor (its interval holds whatever the judge, so
+    the judge's eligibility does not gate it)."""
+    ppi = stored.get("ppi")
+    if ppi is None:
+        return "-"
+    interval = ppi["interval"]
+    text = (
+        f"{percent(ppi['estimate'])} [{percent(interval['low'])}, {percent(interval['high'])}] "
+        f"from {ppi['labels']} labels"
+    )
+    return text if stored.get("ppi_eligible") else f"{text}{DAGGER} too few labels"
+
+
 def binary_section(binary: dict[str, Any]) -> Section:
     """report.json's ``binary_judges`` (so a stored run's page renders it too): all-pass over
     criteria per model, each criterion's pass rate raw and corrected, and each criterion's
@@ -219,7 +234,14 @@ def binary_section(binary: dict[str, Any]) -> Section:
     )
     section.tables.append(
         (
-            ("model", "task", "criterion", "pass rate", "corrected (Rogan-Gladen)"),
+            (
+                "model",
+                "task",
+                "criterion",
+                "pass rate",
+                "corrected (Rogan-Gladen)",
+                "prediction-powered (PPI)",
+            ),
             [
                 (
                     r["model"],
@@ -227,6 +249,7 @@ def binary_section(binary: dict[str, Any]) -> Section:
                     r["criterion"],
                     _with_flag(_rate(r["pass_rate"]), r["eligible"]),
                     _with_flag(_corrected(r["corrected"]), r["eligible"]),
+                    _ppi_pass_rate(r),
                 )
                 for r in binary["criteria"]
             ],

@@ -13,11 +13,13 @@ import math
 from collections.abc import Sequence
 from statistics import NormalDist
 
+from .paired import t_quantile
 from .resample import RESAMPLES
 
 ALPHA = 0.05
 POWER = 0.80
 MAX_LABELS = 10_000_000  # the kappa search gives up beyond this many labels
+PPI_FEWEST_LABELS = 3  # a PPI interval's t quantile needs n - 2 >= 1 degrees of freedom
 
 
 def z_two_sided(alpha: float = ALPHA) -> float:
@@ -250,7 +252,8 @@ def ppi_labels(
     (N unlabelled, n labelled); labels alone (rho = 0) need n = z^2 Var(Y) / h^2, an upper
     bound. Setting z^2 Var(Y) (N (1 - rho^2) + n) = h^2 n (N + n) gives the quadratic
     h^2 n^2 + (h^2 N - z^2 V) n - z^2 V N (1 - rho^2) = 0, whose positive root, rounded up,
-    is returned."""
+    is where the search starts: the interval itself takes Student's t at n - 2 degrees of
+    freedom (section 16), wider than z, so n grows until ``ppi_half_width`` fits."""
     if half_width <= 0:
         raise ValueError("the half-width must be positive")
     zz_v = z_two_sided(alpha) ** 2 * variance
@@ -258,24 +261,29 @@ def ppi_labels(
     n_big = max(0, unlabelled)
     b = h2 * n_big - zz_v
     c = zz_v * n_big * (1 - rho * rho)
-    n = (-b + math.sqrt(b * b + 4 * h2 * c)) / (2 * h2)
-    return max(1, math.ceil(n - 1e-9))
+    n = max(PPI_FEWEST_LABELS, math.ceil((-b + math.sqrt(b * b + 4 * h2 * c)) / (2 * h2) - 1e-9))
+    while ppi_half_width(n, variance, rho, n_big, alpha) > half_width and n < MAX_LABELS:
+        n += 1
+    return n
 
 
 def ppi_half_width(
     labels: int, variance: float, rho: float, unlabelled: int, alpha: float = ALPHA
 ) -> float:
-    """The half-width ``ppi_labels`` plans for: z sqrt(V / n (1 - rho^2 N / (N + n)))."""
+    """The half-width ``ppi_labels`` plans for: t_{n-2} sqrt(V / n (1 - rho^2 N / (N + n))),
+    the quantile of the PPI interval (section 16; n - 2 as the fitted weight costs one)."""
     n_big = max(0, unlabelled)
     shrink = 1 - rho * rho * n_big / (n_big + labels)
-    return z_two_sided(alpha) * math.sqrt(variance / labels * shrink)
+    degrees = max(1, labels - 2)
+    return t_quantile(degrees, 1 - alpha) * math.sqrt(variance / labels * shrink)
 
 
 # noise floor ------------------------------------------------------------------------------
 def floor_precision(cases: int, repeats: int, alpha: float = ALPHA) -> float | None:
     """The relative 95 % half-width of the noise floor (section 27) measured over ``cases``
-    cases of ``repeats`` repeats each: floor = z sqrt(2 W / n), W the mean of n per-case
-    variances on R - 1 degrees of freedom each. For normal scores of one spread,
+    cases of ``repeats`` repeats each: floor = q sqrt(2 W / n) (q the t quantile of section
+    27, a constant here), W the mean of n per-case variances on R - 1 degrees of freedom
+    each. For normal scores of one spread,
     Var(W) / W^2 = 2 / (n (R - 1)), and the floor, a square root, has half that relative
     standard error: 1 / sqrt(2 n (R - 1)). None below two repeats (no floor)."""
     if repeats < 2 or cases <= 0:
