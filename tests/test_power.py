@@ -198,6 +198,7 @@ def test_planned_audit_labels_give_the_planned_half_width() -> None:
     from scipy here) x the estimates' spread is the planned half-width within 5 %, and the
     labels-only spread is the labels-only one."""
     from scipy.stats import t
+
     rng = np.random.default_rng(17)
     rho, unlabelled, half_width = 0.5, 200, 0.05
     n = pw.ppi_labels(half_width, 0.25, rho, unlabelled)
