@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_evalmine.errors import SuiteError
+from pytest_evalmine.scoring import checkers
 from pytest_evalmine.scoring.checkers import (
     BUILTIN,
     NO_GOLD,
@@ -212,6 +213,19 @@ def test_regex_match_and_last_group() -> None:
     named = run("regex", "id=7; id=8", 8, pattern=r"id=(?P<n>\d)", group="n")
     assert named.passed and named.got == "'8'"
     assert run("regex", "Score: 10/10", "Score: 10/10", pattern=r"Score: (\S+)", group=0).passed
+
+
+def test_a_catastrophically_backtracking_pattern_fails_the_check_instead_of_hanging(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # (a|aa)+$ on 60 a's and a b: Python's re takes on the order of Fibonacci(60) steps
+    # (decades), and holds the interpreter's lock while it does.
+    monkeypatch.setattr(checkers, "REGEX_TIMEOUT_S", 0.2)
+    result = run("regex", "a" * 60 + "b", pattern=r"(a|aa)+$")
+    assert not result.passed and result.score == 0.0
+    assert "timed out after 0.2 s on this answer (catastrophic backtracking)" in result.message
+    # the same pattern on an answer it matches in linear time still decides
+    assert run("regex", "aaaa", pattern=r"(a|aa)+$").passed
 
 
 # --- json_fields and json_path --------------------------------------------------------------

@@ -244,14 +244,36 @@ def check_not_contains(inp: CheckInput) -> Check:
     )
 
 
-def compile_regex(options: Mapping[str, Any]) -> re.Pattern[str]:
-    flags = re.IGNORECASE if options.get("ignore_case") else 0
-    return re.compile(str(options["pattern"]), flags | re.MULTILINE)
+# A suite's pattern meets answers nobody has read: one that backtracks catastrophically
+# (``(a|aa)+$`` on forty a's and a b) would hold the whole run in ``re``, which has no limit
+# and keeps the interpreter's lock. The ``regex`` module runs the same syntax (version 0)
+# with a deadline.
+REGEX_TIMEOUT_S = 1.0
+
+
+def compile_regex(options: Mapping[str, Any]) -> Any:
+    """The check's pattern as a ``regex`` pattern (``re``'s syntax; imported here, so only
+    suites with a regex check pay for it). Raises ``regex.error`` (a ``re.error`` kind of
+    problem) when it does not compile."""
+    import regex
+
+    flags = regex.IGNORECASE if options.get("ignore_case") else 0
+    return regex.compile(str(options["pattern"]), flags | regex.MULTILINE | regex.VERSION0)
 
 
 def check_regex(inp: CheckInput) -> Check:
     pattern = compile_regex(inp.options)
-    matches = list(pattern.finditer(inp.text))
+    try:
+        matches = list(pattern.finditer(inp.text, timeout=REGEX_TIMEOUT_S))
+    except TimeoutError:
+        return _result(
+            "regex",
+            False,
+            f"/{pattern.pattern}/ timed out after {REGEX_TIMEOUT_S:g} s on this answer "
+            "(catastrophic backtracking): not decided, counted as failed",
+            None,
+            None,
+        )
     if not matches:
         return _result("regex", False, f"no match for /{pattern.pattern}/", None, None)
     if inp.reference is NO_GOLD:
@@ -467,9 +489,11 @@ def validate_check(
     if info is None:
         return None
     if spec.name == "regex":
+        import regex
+
         try:
             pattern = compile_regex(spec.options)
-        except re.error as exc:
+        except regex.error as exc:
             return f"regex pattern does not compile: {exc}"
         group = spec.options.get("group")
         if isinstance(group, int) and group > pattern.groups:
