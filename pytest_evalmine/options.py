@@ -72,7 +72,7 @@ def gate_from_spec(spec: str) -> GateConfig:
 class Option:
     name: str
     help: str
-    kind: str = "string"  # string | bool | int | float | list
+    kind: str = "string"  # string | bool | int | float | list | width
     default: Any = None
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
@@ -107,10 +107,39 @@ class Option:
             )
         if self.kind == "list":
             return list(raw) if isinstance(raw, list) else [line for line in raw if line]
+        if self.kind == "width":
+            return self._parse_width(raw, source or self.flag)
         value = str(raw)
         if self.choices and value not in self.choices:
             raise ValueError(f"{self.flag}: {value!r} is not one of {', '.join(self.choices)}")
         return value
+
+    def _parse_width(self, raw: Any, source: str) -> Width:
+        text = str(raw).strip()
+        fixed = text.startswith(FIXED_WIDTH_PREFIX)
+        number = text.removeprefix(FIXED_WIDTH_PREFIX) if fixed else text
+        if not number.isdecimal():
+            raise ValueError(f"{source}: {text!r} is not N or fixed:N (a whole number)")
+        limit = parse_number(
+            number, source, integer=True, minimum=self.minimum, maximum=self.maximum
+        )
+        return Width(int(limit), fixed)
+
+
+# ``fixed:N``: N calls at once, never adapted (as an endpoint's ``concurrency: fixed:N``).
+FIXED_WIDTH_PREFIX = "fixed:"
+
+
+@dataclass(frozen=True)
+class Width:
+    """``--evalmine-concurrency``: ``N`` is the ceiling each provider's adaptive width stays
+    under; ``fixed:N`` holds every provider at N."""
+
+    limit: int
+    fixed: bool = False
+
+    def __str__(self) -> str:
+        return f"{FIXED_WIDTH_PREFIX}{self.limit}" if self.fixed else str(self.limit)
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -145,10 +174,11 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "concurrency",
-        "concurrent calls per provider",
-        kind="int",
-        default=8,
-        metavar="N",
+        "concurrent calls per provider: N is the ceiling of a width that adapts to each "
+        "server; fixed:N holds every provider at N",
+        kind="width",
+        default=Width(8),
+        metavar="[fixed:]N",
         minimum=1,
         maximum=1024,
     ),

@@ -378,3 +378,20 @@ def test_a_run_reports_the_concurrency_it_used(pytester: pytest.Pytester) -> Non
     )
     replay.assert_outcomes(passed=6)
     assert latest_report(pytester.path)["concurrency"] == {}
+
+
+def test_the_global_fixed_width_holds_every_provider(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
+    with running_slot_server(SlotServer(slots=1, service_s=0.05)) as (loopback, server):
+        result = pytester.runpytest(
+            f"--evalmine-endpoint=local={loopback.url}/v1,free", "--evalmine-concurrency=fixed:3"
+        )
+    result.assert_outcomes(passed=6)
+    assert latest_report(pytester.path)["concurrency"]["local"] == {
+        "mode": "fixed",
+        "min": 3,
+        "max": 3,
+        "final": 3,
+        "backoffs": 0,
+    }
+    assert server.max_waiting >= 1  # three at once on one slot: held there, never adapted
