@@ -9,6 +9,7 @@ RELEASE_GATE_BLOCKED = 13  # the release gate says Block
 REGRESSION_FAILED = 14  # a case of a regression task did not pass for some model
 RELEASE_GATE_INVESTIGATE = 15  # the release gate says Investigate
 REPLAY_MISSED = 16  # --evalmine-record=none needed an answer or verdict the cache lacks
+BATCH_PENDING = 17  # --evalmine-batch-wait ended with calls still in a provider batch
 
 # What each code means, in the words the terminal's last line, the CLI and the MCP server use.
 MEANINGS = {
@@ -26,6 +27,7 @@ MEANINGS = {
     REGRESSION_FAILED: "a regression task failed: some model missed a case it must pass",
     REPLAY_MISSED: "replay miss: --evalmine-record=none needed calls the cache does not hold",
     RELEASE_GATE_INVESTIGATE: "release gate: Investigate",
+    BATCH_PENDING: "calls still in a provider batch: the report is partial; rerun to collect them",
 }
 
 

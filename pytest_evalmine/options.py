@@ -81,6 +81,8 @@ class Option:
     # Bounds of a numeric option, inclusive.
     minimum: float | None = None
     maximum: float | None = None
+    # The value of the flag given without one (``--evalmine-batch`` alone: ``on``).
+    const: str | None = None
 
     @property
     def flag(self) -> str:
@@ -190,6 +192,21 @@ OPTIONS: tuple[Option, ...] = (
         metavar="N",
         minimum=0,
         maximum=20,
+    ),
+    Option(
+        "batch",
+        "send the uncached calls of batched providers (on: openai, anthropic, google; or a "
+        "list naming them or an endpoint whose server has /v1/batches) as provider batches at "
+        "the batch price; fallback=online retries a request the batch did not answer online; "
+        "poll=DURATION between polls (default 30s)",
+        metavar="on|PROVIDER,...[,fallback=online][,poll=DURATION]",
+        const="on",
+    ),
+    Option(
+        "batch_wait",
+        "the longest a run waits for its batches (90s, 30m, 2h); then a partial report, exit "
+        "17, and a rerun collects the calls still in batch at no new cost",
+        metavar="DURATION",
     ),
     Option(
         "max_response_mb",
@@ -338,6 +355,8 @@ def add_options(
             kwargs["metavar"] = option.metavar
             if option.choices:
                 kwargs["choices"] = option.choices
+            if option.const is not None:
+                kwargs["nargs"], kwargs["const"] = "?", option.const
         if option.cli:
             add(prefix + option.name.replace("_", "-"), **kwargs)
         if add_ini is not None and option.ini:

@@ -161,6 +161,11 @@ def evalmine_dispatcher(
     """The one place that spends: cache, claims, budget, retries, concurrency."""
     session = eval_session(pytestconfig)
     share = int(getattr(pytestconfig, "workerinput", {}).get("workercount", 1))
+    batching = session.batching()
+    if batching is not None:
+        from .progress import batch_printer
+
+        batching.say, batching.tty = batch_printer(pytestconfig)
     return session.dispatcher(
         evalmine_adapters,
         concurrency_share=share,

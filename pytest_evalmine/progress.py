@@ -39,6 +39,27 @@ def say(config: pytest.Config, line: str | None) -> None:
         reporter.write_line(line)
 
 
+def batch_printer(config: pytest.Config) -> tuple[Any, bool]:
+    """The writer of the provider batches' progress lines (``run/batch.py`` decides how
+    often: every poll on a TTY, every 30 s in a log) and whether the terminal is a TTY. A
+    TTY line rewrites itself; an xdist worker's output never reaches the terminal."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    if reporter is None or capture is None or hasattr(config, "workerinput"):
+        return None, False
+    tty = bool(reporter.isatty())
+
+    def show(line: str) -> None:
+        with capture.global_and_fixture_disabled():
+            if tty:
+                reporter.rewrite(line, erase=True)
+            else:
+                reporter.ensure_newline()
+                reporter.write_line(line)
+
+    return show, tty
+
+
 def interrupt_printer(config: pytest.Config) -> Any:
     def show(in_flight: int, grace_s: float) -> None:
         say(

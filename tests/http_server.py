@@ -94,7 +94,7 @@ class LoopbackServer:
     """Threaded HTTP server on 127.0.0.1 with an OS-chosen port; HTTPS with ``tls`` (a server
     context, e.g. ``LoopbackCertificate.server_context()``)."""
 
-    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None, port: int = 0) -> None:
         self.replies: queue.Queue[Reply] = queue.Queue()
         # When set, answers every request (instead of the queue), e.g. a server that serves
         # many processes and counts what each request body cost.
@@ -102,7 +102,8 @@ class LoopbackServer:
         self.requests: list[Received] = []
         self._stopping = threading.Event()
         self._lock = threading.Lock()
-        self._httpd = _CountingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        # ``port``: a server restarted where the last one listened (0: one the OS chooses).
+        self._httpd = _CountingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._httpd.tls = tls
         self._thread = threading.Thread(target=self._serve, name="loopback-http", daemon=True)
         self._serving = threading.Event()

@@ -202,6 +202,7 @@ def test_every_subcommand_has_complete_help() -> None:
         "report",
         "compare",
         "plan",
+        "batches",
     }
     for name, sub in subparsers.items():
         assert sub.description, name

@@ -201,6 +201,24 @@ async def get_json(
     return parsed
 
 
+async def exchange_bytes(
+    client: httpx.AsyncClient,
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    timeout_s: float,
+    *,
+    content: bytes | None = None,
+    limit: int | None = None,
+) -> tuple[int, httpx.Headers, bytes, str]:
+    """One exchange whose bodies need not be JSON (a batch's JSONL upload and results file),
+    with every rule of ``post_json`` (no redirects, a body cap: ``limit`` bytes when given,
+    one deadline): ``(status, headers, body bytes, body text)`` for 200 and error statuses."""
+    return await _exchange(
+        client, method, url, headers, timeout_s, secrets_in(headers), content=content, limit=limit
+    )
+
+
 async def _exchange(
     client: httpx.AsyncClient,
     method: str,
@@ -210,11 +228,14 @@ async def _exchange(
     hidden: list[str],
     *,
     json_body: Any = None,
+    content: bytes | None = None,
+    limit: int | None = None,
     unreachable_hint: str = "",
 ) -> tuple[int, httpx.Headers, bytes, str]:
-    """One request, its body read as a stream and never past the response cap, within
-    ``timeout_s`` overall: ``(status, headers, body bytes, body text)`` for 200 and error
-    statuses; every failure is an ``AdapterError``."""
+    """One request, its body read as a stream and never past the response cap (or
+    ``limit`` bytes), within ``timeout_s`` overall: ``(status, headers, body bytes, body
+    text)`` for 200 and error statuses; every failure is an ``AdapterError``. The request
+    body is ``json_body`` as JSON, or ``content`` as it is."""
     hint = f" ({unreachable_hint})" if unreachable_hint else ""
     try:
         request = client.build_request(
@@ -222,9 +243,10 @@ async def _exchange(
             parsed_url(url),
             headers=dict(headers),
             json=json_body,
+            content=content,
             timeout=timeouts_for(timeout_s),
         )
-        return await asyncio.wait_for(_send(client, request, hidden), timeout=timeout_s)
+        return await asyncio.wait_for(_send(client, request, hidden, limit), timeout=timeout_s)
     except (httpx.TimeoutException, asyncio.TimeoutError) as exc:
         raise AdapterError(
             "timeout",
@@ -285,14 +307,14 @@ def parsed_url(url: str) -> httpx.URL:
 
 
 async def _send(
-    client: httpx.AsyncClient, request: httpx.Request, hidden: list[str]
+    client: httpx.AsyncClient, request: httpx.Request, hidden: list[str], limit: int | None
 ) -> tuple[int, httpx.Headers, bytes, str]:
     # Redirects are never followed: a POST re-sent elsewhere could pay twice, and the key
     # would travel to a host nobody configured.
     response = await client.send(request, stream=True, follow_redirects=False)
     try:
         _refuse_status(response, hidden)
-        limit = max_response_bytes()
+        limit = max_response_bytes() if limit is None else limit
         content = await _read_capped(response, limit)
         if content is None:
             if response.status_code < 400:

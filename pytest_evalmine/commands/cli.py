@@ -128,6 +128,14 @@ def build_parser() -> Parser:
     add_options(plan.add_argument, None, names=("models", "baseline", "repeat"), prefix="--")
     report_dir(plan)
     add_plan_options(plan)
+
+    batches = command(
+        "batches",
+        "the provider batches of the cache (EVALMINE_HOME, default ROOTDIR/.evalmine) still in "
+        "flight: provider, batch id, state, counts; a rerun of the suite collects them",
+    )
+    batches.add_argument("--all", action="store_true", help="collected batches too")
+    batches.add_argument("--json", action="store_true", help="print the batches as JSON")
     return parser
 
 
@@ -415,7 +423,49 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_batches(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import os
+
+    from ..options import HOME_ENV
+    from ..reports.render import text_table
+    from ..run.store import Store
+
+    path = Path(os.environ.get(HOME_ENV) or args.rootdir / ".evalmine") / "cache.sqlite"
+    if not path.is_file():  # never create a cache to say it is empty
+        listed: list[dict[str, Any]] = []
+    else:
+        store = Store(path)
+        try:
+            listed = store.batches(open_only=not args.all)
+        finally:
+            store.close()
+    if args.json:
+        print(json.dumps(listed, indent=2))
+        return 0
+    if not listed:
+        print(f"no batch in flight in {path}" if not args.all else f"no batch in {path}")
+        return 0
+    rows = [
+        (
+            entry["provider"],
+            entry["batch_id"] or "(not accepted yet)",
+            entry["state"] if entry["state"] != "submitted" else entry["provider_state"] or "-",
+            str(entry["requests"]),
+            ", ".join(f"{k} {v}" for k, v in sorted(entry["counts"].items())) or "-",
+            dt.datetime.fromtimestamp(entry["created_at"], dt.timezone.utc).strftime(
+                "%Y-%m-%d %H:%M UTC"
+            ),
+        )
+        for entry in listed
+    ]
+    for line in text_table(("provider", "batch", "state", "calls", "counts", "submitted"), rows):
+        print(line)
+    return 0
+
+
 COMMANDS = {
+    "batches": cmd_batches,
     "plan": cmd_plan,
     "validate": cmd_validate,
     "prices": cmd_prices,

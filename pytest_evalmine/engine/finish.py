@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
 from ..exitcodes import (
+    BATCH_PENDING,
     CALIBRATION_GATE_FAILED,
     REGRESSION_FAILED,
     RELEASE_GATE_BLOCKED,
@@ -138,6 +139,7 @@ def finish_run(
             scored_tasks=tuple(t.id for t in suite.tasks if t.checks),
             repeats=session.settings.repeat,
             concurrency=session.concurrency_used(),
+            batches=session.batches_used(),
             score_only=len(models) == 1 or not any(t.judge for t in suite.tasks),
             stopped=stopped,
         )
@@ -244,6 +246,8 @@ def exit_code(finished: Sequence[FinishedSuite]) -> int | None:
         return REPORTS_NOT_WRITTEN
     if any(f.summary.budget_stopped for f in finished):
         return STOPPED_OVER_BUDGET
+    if any(f.summary.batch_waiting for f in finished):
+        return BATCH_PENDING
     if any(f.summary.replay_misses for f in finished):
         return REPLAY_MISSED
     verdicts = {f.summary.gate.verdict for f in finished if f.summary.gate is not None}

@@ -138,6 +138,7 @@ def check_settings(settings: Settings) -> None:
     session.rpm_limits()
     session.endpoints()
     session.default_registry()
+    session.batching()
 
 
 @dataclass
@@ -180,6 +181,10 @@ class EvalSession:
     stream_progress: Progress | None = None
     _store: Store | None = None
     _prices: PriceTable | None = None
+    # ``--evalmine-batch`` (spec "Batch"): shared by the answers' and the judge's dispatchers
+    # (a ``run.batch.BatchSession``, imported only when a run batches).
+    _batch: Any = None
+    _batch_read: bool = False
     _registry: AdapterRegistry | None = None
 
     # configuration --------------------------------------------------------------------
@@ -398,9 +403,29 @@ class EvalSession:
             on_progress=on_progress,
             loop=self.loop,
             on_interrupt=on_interrupt,
+            batch=self.batching(),
         )
         self.dispatchers.append(dispatcher)
         return dispatcher
+
+    def batching(self) -> Any:
+        """The run's provider batches (``--evalmine-batch``, a ``run.batch.BatchSession``),
+        or None: every call online."""
+        if not self._batch_read:
+            from ..run.batch import BatchSession, parse_batch
+
+            settings = parse_batch(
+                self.settings.values.get("batch"), self.settings.values.get("batch_wait")
+            )
+            self._batch = BatchSession(settings) if settings is not None else None
+            self._batch_read = True
+        return self._batch
+
+    def batches_used(self) -> dict[str, Any] | None:
+        """report.json ``batches``: which calls went by batch and which online, the batches,
+        and the calls still in one when the run stopped waiting (None: batching off)."""
+        batch = self.batching()
+        return batch.to_json() if batch is not None else None
 
     def concurrency_used(self) -> dict[str, dict[str, Any]]:
         """report.json ``concurrency``: per provider called in this process, the widths its

@@ -156,6 +156,29 @@ def concurrency_line(used: dict[str, dict[str, Any]]) -> str | None:
     return "concurrency: " + ", ".join(shown) if shown else None
 
 
+def batch_line(batches: dict[str, Any] | None) -> str | None:
+    """``batch: openai 1,800 by batch (1 batch), ollama 200 online; waited 3m12s (the run's
+    wall time is the batches')``: which calls went which way (spec "Batch")."""
+    if not batches or not batches.get("calls"):
+        return None
+    per_provider: dict[str, int] = {}
+    for entry in batches.get("batches", []):
+        per_provider[entry["provider"]] = per_provider.get(entry["provider"], 0) + 1
+    shown = []
+    for provider, counts in batches["calls"].items():
+        parts = []
+        if counts.get("batched") or provider in per_provider:
+            made = per_provider.get(provider, 0)
+            plural = "es" if made != 1 else ""
+            parts.append(f"{counts.get('batched', 0):,} by batch ({made} batch{plural})")
+        if counts.get("online"):
+            parts.append(f"{counts['online']:,} online")
+        shown.append(f"{provider} " + ", ".join(parts))
+    waited = batches.get("waited_s") or 0.0
+    tail = f"; waited {waited:.0f} s for batches (the run's wall time is theirs)" if waited else ""
+    return "batch: " + "; ".join(shown) + tail
+
+
 def ppi_lines(headline: Headline, candidate: str) -> list[str]:
     """The prediction-powered estimate beside the judge's raw rate (spec: "Prediction-powered
     estimates"), with how much of the audit sample is labelled."""
@@ -389,6 +412,9 @@ def scorecard_section(summary: RunSummary) -> Section:
     concurrency = concurrency_line(summary.concurrency)
     if concurrency:
         section.footer.append(concurrency)
+    batched = batch_line(summary.batches)
+    if batched:
+        section.footer.append(batched)
     if summary.calls_possibly_billed:
         section.footer.append(
             f"possibly billed: {money(summary.possibly_billed_usd)} over "

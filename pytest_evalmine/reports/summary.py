@@ -64,6 +64,9 @@ class RunSummary:
     repeats: int = 1
     # Per provider: the concurrency widths used (min, max, final), mode and back-offs.
     concurrency: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Provider batches (spec "Batch"): calls by way per provider, the batches, those still
+    # waited for; None when the run did not batch.
+    batches: dict[str, Any] | None = None
     # One model, or no judged task: the Scores section stands where the judge's would.
     score_only: bool = False
     task_scores: list[TaskScore] = field(default_factory=list)
@@ -189,8 +192,13 @@ class RunSummary:
         return judge + sum(1 for r in self.records if r.outcome == "replay_miss")
 
     @property
+    def batch_waiting(self) -> list[dict[str, Any]]:
+        """The batches this run stopped waiting for, with how many of its calls each holds."""
+        return list(self.batches.get("waiting", [])) if self.batches else []
+
+    @property
     def partial(self) -> bool:
-        return self.stopped is not None or self.budget_stopped
+        return self.stopped is not None or self.budget_stopped or bool(self.batch_waiting)
 
     @property
     def partial_reason(self) -> str | None:
@@ -198,6 +206,14 @@ class RunSummary:
             return f"{self.stopped}, not judged"
         if self.budget_stopped:
             return "cost cap reached; some calls were not made"
+        if self.batch_waiting:
+            return (
+                "; ".join(
+                    f"{entry['calls']} call(s) still in batch {entry['batch_id']}"
+                    for entry in self.batch_waiting
+                )
+                + "; rerun to collect them"
+            )
         return None
 
     @property
@@ -253,6 +269,7 @@ class RunSummary:
             "calls": {"made": self.calls_made, "cached": self.calls_cached},
             "redactions": self.redactions,
             "concurrency": self.concurrency,
+            "batches": self.batches,
             "cost": {
                 "cap_usd": self.cap_usd,
                 "cap_source": self.cap_source,

@@ -25,6 +25,7 @@ from ..adapters.base import SCHEMA_PROMPTED, Adapter, AdapterError, Request, Res
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError, EvalmineWarning
 from ..redaction import redact
+from .batch import Batcher, BatchSession, batched_call
 from .concurrency import Attempt, ConcurrencyLimiter, Gate, is_overload
 from .loop import SessionLoop
 from .outcome import BUDGET, ERROR, INTERRUPTED, OK, REPLAY_MISS, Outcome, Progress
@@ -99,6 +100,9 @@ class Dispatcher:
     # Told, on the first Ctrl-C, how many calls are in flight and the grace they get.
     on_interrupt: Callable[[int, float], None] | None = None
     owner: str = field(default_factory=process_owner)
+    # Provider batches (``run/batch.py``): the batched providers' uncached calls wait for a
+    # batch instead of being sent online, priced at the batch rate; None: all online.
+    batch: BatchSession | None = None
     budget_exhausted: bool = False
     # Set by the first Ctrl-C while dispatching: nothing new is sent after it.
     interrupted: bool = False
@@ -124,6 +128,7 @@ class Dispatcher:
     _limiters: dict[str, ConcurrencyLimiter] = field(default_factory=dict, init=False, repr=False)
     _gates: dict[str, Gate] = field(default_factory=dict, init=False, repr=False)
     _replay_misses: ReplayMisses | None = field(default=None, init=False, repr=False)
+    _batcher: Batcher | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.record not in RECORD_MODES:
@@ -140,6 +145,8 @@ class Dispatcher:
         for request in requests:
             adapter = self._adapter(request.model)
             price = self._price(adapter, request.model)
+            if self.batch is not None and self.batch.takes(adapter):
+                price = self.prices.batch_row(price, adapter.name)
             if request.asks_prompted and adapter.schema_mode(request) != SCHEMA_PROMPTED:
                 # Sent natively, the answer would be filed as prompted: refused, not mislabelled.
                 raise EvalmineError(
@@ -343,6 +350,10 @@ class Dispatcher:
         self._reservations = SameTurn(self._reserve_each, self._unclaimed_reservation)
         self._answers = SameTurn(self._record_paid_answers)
         self._waiting, self._poller = {}, None
+        if self.batch is not None:
+            self._batcher = Batcher(
+                self.batch, self.store, self.run_token, self.owner, lambda: self.interrupted
+            )
         overlapping: set[str] = set()
         unique = {p.key: p for p in planned}
         progress = progress or Progress(total=len(unique))
@@ -429,8 +440,17 @@ class Dispatcher:
             elif not claim.running:
                 return self._from_claim(item, claim)
             fresh_answer_waiting = claim.status == OK
-        async with limit:
-            outcome = await self._call_within_budget(item)
+        if self._batcher is not None and self._batcher.takes(item):
+            # Not under the width: a batch is one request however many calls it holds.
+            batcher = self._batcher
+            outcome = await self._call_within_budget(
+                item, lambda i, r: batched_call(self, batcher, i, r)
+            )
+        else:
+            if self.batch is not None:
+                self.batch.count(item.adapter.name, "online")
+            async with limit:
+                outcome = await self._call_within_budget(item)
         if outcome.status != OK:  # a paid answer finished its claim as it was stored
             self.store.finish_claim(
                 item.key,
@@ -559,12 +579,18 @@ class Dispatcher:
                         continue
                 self._waiting.pop(key).set_result(claim)
 
-    async def _call_within_budget(self, item: Planned) -> Outcome:
+    async def _call_within_budget(
+        self,
+        item: Planned,
+        send: Callable[[Planned, int], Coroutine[Any, Any, Outcome]] | None = None,
+    ) -> Outcome:
+        """Reserve the call's worst case, then make it: online (``_call``), or through
+        ``send`` (a provider batch) with the same reservation."""
         reservation = await self._reserve(item, holding=False)
         if reservation is None:
             return _interrupted_outcome(item.key) if self.interrupted else _budget_outcome(item.key)
         try:
-            return await self._call(item, reservation)
+            return await (send or self._call)(item, reservation)
         finally:
             self._in_flight -= 1
             assert self._settled is not None
@@ -708,33 +734,44 @@ class Dispatcher:
             # a width the server cannot serve at once.
             limiter.answered(sent, asyncio.get_running_loop().time() - started)
             self._gates[item.adapter.name].wake()
-            # Redacted before anything keeps it: the cache, and every report built from it.
-            response = redacted_response(response)
-            usage = item.checked_usage(response.usage, response.text)
-            if usage is not response.usage:
-                response = dataclasses.replace(response, usage=usage)
-            cost = item.price.cost(usage)
-            await self._keep(
-                PaidAnswer(
-                    key=item.key,
-                    provider=item.adapter.name,
-                    model=item.request.model,
-                    response=response,
-                    cost_usd=cost,
-                    reservation=reservation,
-                    attempts=attempts,
-                    possibly_billed_usd=possibly_billed,
-                )
-            )
-            return Outcome(
-                item.key,
-                OK,
-                response,
+            return await self._paid(item, response, reservation, attempts, possibly_billed)
+
+    async def _paid(
+        self,
+        item: Planned,
+        response: Response,
+        reservation: int,
+        attempts: int,
+        possibly_billed: float,
+    ) -> Outcome:
+        """An answer that arrived (online or in a batch): checked, costed and stored."""
+        # Redacted before anything keeps it: the cache, and every report built from it.
+        response = redacted_response(response)
+        usage = item.checked_usage(response.usage, response.text)
+        if usage is not response.usage:
+            response = dataclasses.replace(response, usage=usage)
+        cost = item.price.cost(usage)
+        await self._keep(
+            PaidAnswer(
+                key=item.key,
+                provider=item.adapter.name,
+                model=item.request.model,
+                response=response,
                 cost_usd=cost,
-                cost_if_uncached_usd=cost,
+                reservation=reservation,
                 attempts=attempts,
                 possibly_billed_usd=possibly_billed,
             )
+        )
+        return Outcome(
+            item.key,
+            OK,
+            response,
+            cost_usd=cost,
+            cost_if_uncached_usd=cost,
+            attempts=attempts,
+            possibly_billed_usd=possibly_billed,
+        )
 
     async def _keep(self, answer: PaidAnswer) -> None:
         """Store ``answer`` durably; returns once it is committed. Answers that arrive in the

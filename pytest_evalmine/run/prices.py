@@ -47,12 +47,49 @@ class PriceRow:
 
 
 @dataclass(frozen=True)
+class BatchRate:
+    """A provider's batch price (spec: "Batch"): its online input and output rates times
+    ``factor``. Cache rates stay at their online rates: whether a batch discount applies to
+    them is not on the providers' pages we read, and an online rate is an upper bound."""
+
+    provider: str
+    factor: float
+    source: str
+    read: str
+    note: str = ""
+
+    def applied(self, row: PriceRow) -> PriceRow:
+        return PriceRow(
+            model=row.model,
+            input=row.input * self.factor,
+            output=row.output * self.factor,
+            cached_input=row.input if row.cached_input is None else row.cached_input,
+            cache_write=row.input if row.cache_write is None else row.cache_write,
+            source=f"{row.source}; batch {self.factor:g}x: {self.source}",
+            read=self.read,
+            note=row.note,
+        )
+
+
+@dataclass(frozen=True)
 class PriceTable:
     pinned: str
     rows: tuple[PriceRow, ...]
     # Rows declared by endpoints (``NAME/*``): they win over every row they match, exact rows
     # included, so a gateway named ``anthropic`` is priced at its own cost, not the list price.
     declared: tuple[PriceRow, ...] = ()
+    # Batch prices by provider (``batch:`` in the table); a provider without one is priced at
+    # its online rates when its calls go by batch (an upper bound).
+    batch: tuple[BatchRate, ...] = ()
+
+    def batch_row(self, row: PriceRow, provider: str) -> PriceRow:
+        """``row`` as a call sent in a provider batch is charged: the provider's batch rate
+        applied, or ``row`` itself when the table has none for ``provider`` (or the row is a
+        declared cost, which is the endpoint's or adapter's own price)."""
+        rate = next((r for r in self.batch if r.provider == provider), None)
+        if rate is None or row.read == "declared":
+            return row
+        return rate.applied(row)
 
     def lookup(self, model: str) -> PriceRow:
         """A declared row first (the longest matching), then the exact row, then the longest
@@ -84,7 +121,9 @@ class PriceTable:
         matches, the exact rows of the shipped and the user's tables included."""
         models = {row.model for row in rows}
         kept = tuple(row for row in self.declared if row.model not in models)
-        return PriceTable(pinned=self.pinned, rows=self.rows, declared=(*rows, *kept))
+        return PriceTable(
+            pinned=self.pinned, rows=self.rows, declared=(*rows, *kept), batch=self.batch
+        )
 
     def merged(self, other: PriceTable) -> PriceTable:
         """``other``'s rows win over rows for the same model."""
@@ -93,6 +132,10 @@ class PriceTable:
             pinned=f"{self.pinned}+{other.pinned}",
             rows=(*other.rows, *mine),
             declared=(*other.declared, *self.declared),
+            batch=(
+                *other.batch,
+                *(r for r in self.batch if r.provider not in {b.provider for b in other.batch}),
+            ),
         )
 
 
@@ -193,7 +236,46 @@ def _parse(text: str, shown: str, *, shipped: bool) -> PriceTable:
                 note=str(raw.get("note", "")),
             )
         )
-    return PriceTable(pinned=str(document.get("pinned") or shown), rows=tuple(rows))
+    return PriceTable(
+        pinned=str(document.get("pinned") or shown),
+        rows=tuple(rows),
+        batch=_batch_rates(document.get("batch"), shown, shipped=shipped),
+    )
+
+
+def _batch_rates(raw: Any, shown: str, *, shipped: bool) -> tuple[BatchRate, ...]:
+    """The table's ``batch`` list: ``{provider, factor, source, read[, note]}`` each (a
+    user's table may leave out source and read)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise PriceError(f"{shown}: 'batch' is a list of {{provider, factor, source, read}}")
+    rates = []
+    allowed = set(BatchRate.__dataclass_fields__)
+    required = ("provider", "factor", "source", "read") if shipped else ("provider", "factor")
+    for index, entry in enumerate(raw):
+        where = f"{shown}: batch[{index}]"
+        if not isinstance(entry, dict):
+            raise PriceError(f"{where}: an entry is a mapping")
+        unknown = set(entry) - allowed
+        if unknown:
+            raise PriceError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+        for name in required:
+            if name not in entry:
+                raise PriceError(f"{where}: missing {name!r}")
+        factor = entry["factor"]
+        if not _is_price(factor) or factor > 1:
+            raise PriceError(f"{where}.factor: a number from 0 to 1 (of the online price)")
+        rates.append(
+            BatchRate(
+                provider=str(entry["provider"]),
+                factor=float(factor),
+                source=str(entry.get("source", shown)),
+                read=str(entry.get("read", "")),
+                note=str(entry.get("note", "")),
+            )
+        )
+    return tuple(rates)
 
 
 def _is_price(value: Any) -> bool:

@@ -67,11 +67,33 @@ CREATE TABLE IF NOT EXISTS run_stops (
     run_token TEXT PRIMARY KEY,
     stopped_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS batches (
+    local_id TEXT PRIMARY KEY,
+    provider TEXT NOT NULL,
+    batch_id TEXT,
+    state TEXT NOT NULL CHECK (state IN ('submitting', 'submitted', 'collected')),
+    provider_state TEXT,
+    counts TEXT,
+    requests INTEGER NOT NULL,
+    run_token TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batch_items (
+    local_id TEXT NOT NULL,
+    custom_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    PRIMARY KEY (local_id, custom_id)
+);
+CREATE INDEX IF NOT EXISTS batch_items_key ON batch_items (key);
 """
 # Version 2: claims keyed by the request alone (visible to every run on the cache), and the
 # ledger state possibly_billed. Claims only matter while a call is in flight, so an older
 # claims table is dropped; the ledger's rows are copied into the new table.
-SCHEMA_VERSION = 2
+# Version 3: the provider batches (tables batches and batch_items, spec "Batch"), only added:
+# a version-2 file keeps its claims and ledger as they are.
+SCHEMA_VERSION = 3
 _LEDGER_V1_UPGRADE = (
     "ALTER TABLE ledger RENAME TO ledger_v1",
     "DROP INDEX IF EXISTS ledger_run",
@@ -115,6 +137,16 @@ class PaidAnswer:
     reservation: int | None
     attempts: int = 1
     possibly_billed_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class BatchedItem:
+    """A request sent in a provider batch whose results are still to be read."""
+
+    custom_id: str
+    local_id: str
+    batch_id: str
+    provider: str
 
 
 @dataclass(frozen=True)
@@ -192,13 +224,15 @@ class Store:
         connection.execute("PRAGMA synchronous=NORMAL")
         connection.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         with self._write(connection):
-            if connection.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            version = connection.execute("PRAGMA user_version").fetchone()[0]
+            if version < 2:
                 connection.execute("DROP TABLE IF EXISTS claims")
                 if connection.execute(
                     "SELECT 1 FROM sqlite_master WHERE name = 'ledger'"
                 ).fetchone():
                     for statement in _LEDGER_V1_UPGRADE:
                         connection.execute(statement)
+            if version < SCHEMA_VERSION:
                 connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             for statement in SCHEMA.split(";"):
                 if statement.strip():
@@ -446,6 +480,98 @@ class Store:
     def ledger_total(self, run_token: str) -> float:
         """The same amount summed from the ledger's rows (the source of truth)."""
         return _ledger_sum(self.connection, run_token)
+
+    # provider batches (run/batch.py, spec "Batch") -------------------------------------
+    def begin_batch(
+        self,
+        local_id: str,
+        provider: str,
+        run_token: str,
+        owner: str,
+        items: list[tuple[str, str]],
+    ) -> None:
+        """Before a batch is sent: its ``(custom_id, key)`` mapping, durable, so that a run
+        killed after the provider accepted it can find what it asked for."""
+        now = time.time()
+        with self._write(self.connection) as db:
+            db.execute(
+                "INSERT INTO batches (local_id, provider, state, requests, run_token, owner, "
+                "created_at, updated_at) VALUES (?, ?, 'submitting', ?, ?, ?, ?, ?)",
+                (local_id, provider, len(items), run_token, owner, now, now),
+            )
+            db.executemany(
+                "INSERT INTO batch_items VALUES (?, ?, ?)",
+                [(local_id, custom_id, key) for custom_id, key in items],
+            )
+
+    def batch_submitted(self, local_id: str, batch_id: str) -> None:
+        """The provider accepted the batch as ``batch_id``: from now on it is polled, never
+        sent again."""
+        with self._write(self.connection) as db:
+            db.execute(
+                "UPDATE batches SET batch_id = ?, state = 'submitted', updated_at = ? "
+                "WHERE local_id = ?",
+                (batch_id, time.time(), local_id),
+            )
+
+    def batch_polled(self, local_id: str, provider_state: str, counts: dict[str, int]) -> None:
+        with self._write(self.connection) as db:
+            db.execute(
+                "UPDATE batches SET provider_state = ?, counts = ?, updated_at = ? "
+                "WHERE local_id = ?",
+                (provider_state, json.dumps(counts, sort_keys=True), time.time(), local_id),
+            )
+
+    def batch_collected(self, local_id: str) -> None:
+        """Every result of the batch was read (and each answer stored as it was read)."""
+        with self._write(self.connection) as db:
+            db.execute(
+                "UPDATE batches SET state = 'collected', updated_at = ? WHERE local_id = ?",
+                (time.time(), local_id),
+            )
+
+    def batch_forgotten(self, local_id: str) -> None:
+        """A batch the provider refused (its POST failed): nothing of it was accepted."""
+        with self._write(self.connection) as db:
+            db.execute("DELETE FROM batch_items WHERE local_id = ?", (local_id,))
+            db.execute("DELETE FROM batches WHERE local_id = ?", (local_id,))
+
+    def open_batch_items(self, keys: list[str]) -> dict[str, BatchedItem]:
+        """Of ``keys``, those sent in a batch the provider accepted and whose results were
+        not all read yet: resumed by polling that batch, never sent again."""
+        found: dict[str, BatchedItem] = {}
+        for start in range(0, len(keys), _BATCH):
+            batch = keys[start : start + _BATCH]
+            marks = ",".join("?" * len(batch))
+            rows = self.connection.execute(
+                "SELECT i.key, i.custom_id, b.local_id, b.batch_id, b.provider, b.created_at "
+                "FROM batch_items i JOIN batches b ON b.local_id = i.local_id "
+                f"WHERE b.state = 'submitted' AND i.key IN ({marks}) ORDER BY b.created_at",
+                batch,
+            )
+            for row in rows:
+                found[row[0]] = BatchedItem(*row[1:5])
+        return found
+
+    def batches(self, *, open_only: bool = True) -> list[dict[str, Any]]:
+        """The batches of this cache, newest first (``evalmine batches``): those not yet
+        collected, or every one."""
+        where = "WHERE state != 'collected'" if open_only else ""
+        rows = self.connection.execute(
+            "SELECT local_id, provider, batch_id, state, provider_state, counts, requests, "
+            f"run_token, owner, created_at, updated_at FROM batches {where} "
+            "ORDER BY created_at DESC"
+        ).fetchall()
+        names = (
+            "local_id", "provider", "batch_id", "state", "provider_state", "counts",
+            "requests", "run_token", "owner", "created_at", "updated_at",
+        )  # fmt: skip
+        listed = []
+        for row in rows:
+            entry = dict(zip(names, row, strict=True))
+            entry["counts"] = json.loads(entry["counts"]) if entry["counts"] else {}
+            listed.append(entry)
+        return listed
 
     # claims ----------------------------------------------------------------------------
     def claim(self, run_token: str, key: str, owner: str, *, reads_cache: bool = True) -> str:

@@ -1,0 +1,88 @@
+"""One batched dispatch of N requests against a loopback batch provider, in a process of its
+own: ``python -m tests.batch_run URL CACHE N [PROVIDER]``. Prints one JSON line with the
+outcomes' statuses and cost. The batch tests kill it with SIGKILL while it polls, and run
+it beside another process on the same cache; benchmarks/bench_batch.py times it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+from pytest_evalmine.adapters.anthropic import AnthropicAdapter
+from pytest_evalmine.adapters.base import Request
+from pytest_evalmine.adapters.gemini import GeminiAdapter
+from pytest_evalmine.adapters.openai import OpenAIAdapter
+from pytest_evalmine.adapters.registry import AdapterRegistry
+from pytest_evalmine.run.batch import BatchSession, BatchSettings
+from pytest_evalmine.run.dispatch import Dispatcher
+from pytest_evalmine.run.prices import load_prices
+from pytest_evalmine.run.runtoken import new_run_token
+from pytest_evalmine.run.store import Store
+
+KEY_ENV = "EVALMINE_TEST_BATCH_KEY"
+MODELS = {
+    "openai": "openai/gpt-6-sol",
+    "anthropic": "anthropic/claude-haiku-4-5",
+    "google": "google/gemini-2.5-flash",
+}
+
+
+def registry_for(url: str) -> AdapterRegistry:
+    registry = AdapterRegistry()
+    registry.register("openai", lambda: OpenAIAdapter(base_url=url + "/v1", api_key_env=KEY_ENV))
+    registry.register("anthropic", lambda: AnthropicAdapter(base_url=url, api_key_env=KEY_ENV))
+    registry.register(
+        "google", lambda: GeminiAdapter(base_url=url + "/v1beta", api_key_env=KEY_ENV)
+    )
+    return registry
+
+
+def requests_for(n: int, provider: str) -> list[Request]:
+    return [
+        Request(model=MODELS[provider], prompt=f"case {i}: what is {i} + {i}?", max_tokens=64)
+        for i in range(n)
+    ]
+
+
+def dispatcher(
+    url: str, cache: str, *, cap: float = 5.0, batch: BatchSession | None, **options: Any
+) -> Dispatcher:
+    return Dispatcher(
+        registry=registry_for(url),
+        store=Store(cache),
+        prices=load_prices(),
+        run_token=new_run_token(),
+        cap_usd=cap,
+        batch=batch,
+        **options,
+    )
+
+
+def main() -> None:
+    url, cache, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    provider = sys.argv[4] if len(sys.argv) > 4 else "openai"
+    poll_s = float(os.environ.get("EVALMINE_TEST_BATCH_POLL_S", "0.05"))
+    online = os.environ.get("EVALMINE_TEST_BATCH_ONLINE") == "1"
+    batch = None if online else BatchSession(BatchSettings(poll_s=poll_s))
+    started = time.perf_counter()
+    run = dispatcher(url, cache, batch=batch, cap=50.0, concurrency=32)
+    outcomes = run.run(run.plan(requests_for(count, provider)))
+    print(
+        json.dumps(
+            {
+                "statuses": dict(Counter(o.status for o in outcomes.values())),
+                "cached": sum(o.cached for o in outcomes.values()),
+                "cost_usd": sum(o.cost_usd for o in outcomes.values()),
+                "wall_s": time.perf_counter() - started,
+            }
+        ),
+        flush=True,
+    )
+
+
+if __name__ == "__main__":
+    main()
