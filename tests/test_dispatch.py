@@ -339,3 +339,42 @@ def test_a_request_repeated_in_a_batch_is_billed_once(tmp_path: Path) -> None:
     assert second.cost_usd == 0 and second.cached
     assert first.response == second.response
     assert dispatcher.store.spent("run") == pytest.approx(first.cost_usd)
+
+
+def test_a_warm_batch_reads_its_cached_answers_in_a_query_per_500(tmp_path: Path) -> None:
+    """A warm rerun's batch reads what it needs in bulk (issue 21 section 3): one query of
+    the answers per 500 keys, and no claim, instead of a read per request; its outcomes are
+    those the one-by-one reads gave."""
+    probe = Probe(latency_s=0.0)
+    cold = make_dispatcher(tmp_path, probe)
+    planned = cold.plan(requests(1200))
+    paid = cold.run_each(planned)
+    assert len(probe.calls) == 1200
+    warm = make_dispatcher(tmp_path, probe, run_token="rerun")
+    statements: list[str] = []
+    warm.store.connection.set_trace_callback(statements.append)
+    outcomes = warm.run_each(warm.plan(requests(1200)))
+    warm.store.connection.set_trace_callback(None)
+    assert len(probe.calls) == 1200  # nothing sent
+    answer_reads = [s for s in statements if "FROM answers" in s]
+    assert len(answer_reads) == 3  # 500 + 500 + 200 keys
+    assert not [s for s in statements if "claims" in s and "LEFT JOIN" not in s]
+    assert all(o.status == OK and o.cached and o.cost_usd == 0 for o in outcomes)
+    assert [o.response for o in outcomes] == [o.response for o in paid]
+    assert [o.cost_if_uncached_usd for o in outcomes] == [o.cost_usd for o in paid]
+    one_by_one = [warm._from_cache(p, warm.store.hit(p.key)) for p in planned]  # type: ignore[arg-type]
+    assert outcomes == one_by_one
+
+
+def test_the_estimate_in_parts_equals_the_estimate_at_once(tmp_path: Path) -> None:
+    """``estimate_requests`` plans and looks up a few requests at a time (a warm rerun's
+    judge calls are never all in memory) and gives what ``estimate(plan(...))`` gives:
+    repeats across parts counted once, cached ones free, the sums in the same order."""
+    probe = Probe(latency_s=0.0)
+    dispatcher = make_dispatcher(tmp_path, probe)
+    dispatcher.run(dispatcher.plan(requests(7)))  # seven of them cached
+    wanted = requests(20) + requests(5) + requests(30, max_tokens=77)
+    at_once = dispatcher.estimate(dispatcher.plan(wanted))
+    assert (at_once.calls, at_once.cached, at_once.uncached) == (50, 7, 43)
+    for part in (1, 3, 4000):
+        assert dispatcher.estimate_requests(iter(wanted), part) == at_once

@@ -163,7 +163,7 @@ def finish_run(
                     session.rootdir,
                     session.settings.compare,
                 )
-                summary = dataclasses.replace(summary, changes=changes)
+                summary = _replaced(summary, changes=changes)
                 report["changes"] = changes  # what summary.to_json() would give now, unbuilt
             run_dir = write_run(summary, report_root, move_latest=held_back is None, report=report)
             _write_recording(session, suite, records, headline, binary)
@@ -172,6 +172,16 @@ def finish_run(
         fail = session.settings.fail_under_calibration or suite.judge.on_below_floor == "fail"
         finished.append(FinishedSuite(summary, run_dir, fail, not_written))
     return finished
+
+
+def _replaced(summary: RunSummary, **changes: Any) -> RunSummary:
+    """``dataclasses.replace`` keeping the ranking report.json already built (its bootstrap
+    fits every draw; the notes and changes replaced here are no part of it), so the sections
+    read it instead of fitting it again."""
+    copy = dataclasses.replace(summary, **changes)
+    if "ranking" in summary.__dict__:
+        copy.__dict__["ranking"] = summary.__dict__["ranking"]
+    return copy
 
 
 def _why_latest_stays(session: EvalSession, suite: Suite, summary: RunSummary) -> str | None:

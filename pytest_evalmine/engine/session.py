@@ -19,7 +19,7 @@ from ..adapters.builtin import default_registry
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError, PriceError, RefusedError
 from ..judging.criteria import criterion_request
-from ..judging.judge import judge_request, judge_text_chars
+from ..judging.judge import JUDGE_BATCH_PASSES, judge_request, judge_text_chars
 from ..judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
 from ..options import HOME_ENV, cap_from, check_values, project_folders, record_mode
 from ..reports.render import money
@@ -515,19 +515,25 @@ class EvalSession:
         from ..judging.pairs import model_pairs
 
         reads = dispatcher.record != "all"
+        # The cached first answers, in a few queries (judges see repeat 0 only).
+        first = [plan.key for spec, plan in zip(specs, planned, strict=True) if not spec.repeat]
+        cached = self.store.answers_of(first) if reads else {}
         # Per item: the cached answer's text, or None, and the answer's length for sizing.
         answers: dict[tuple[Path, str, str, str], tuple[str | None, int]] = {}
         for spec, plan in zip(specs, planned, strict=True):
             if spec.repeat:
                 continue  # judges see the first answers (repeat 0) only
-            hit = self.store.get(plan.key) if reads else None
+            hit = cached.get(plan.key)
             key = (spec.suite.path, spec.task.id, spec.case.id, spec.model)
             if hit is not None:
                 answers[key] = (hit.response.text, len(hit.response.text))
             else:
                 answers[key] = (None, CHARS_PER_TOKEN * spec.params.max_tokens)
         orders = (BASELINE_FIRST, CANDIDATE_FIRST)
-        buildable: list[Request] = []
+        # Requests, or a pair whose two judge calls are built only when their part is
+        # estimated (``estimate_requests``): a warm 10,000-case rerun's 20,000 judge
+        # requests, all built at once, were its largest thing in memory.
+        buildable: list[Request | _PairCalls] = []
         estimate = Estimate(0, 0, 0, 0.0, 0.0)
         for suite in {spec.suite.path: spec.suite for spec in specs}.values():
             judge_model = self.judge_model_for(suite)
@@ -551,14 +557,11 @@ class EvalSession:
                         cand = answers.get((suite.path, task.id, case.id, candidate))
                         if base is None or cand is None:
                             continue
-                        pair = Pair(suite.name, task.id, case.id, baseline, candidate)
                         if base[0] is not None and cand[0] is not None:
-                            texts = {baseline: base[0], candidate: cand[0]}
-                            buildable += [
-                                judge_request(judge_model, suite, pair, order, texts)
-                                for order in orders
-                            ]
+                            calls = (judge_model, suite, task.id, case.id, baseline, candidate)
+                            buildable.append(_PairCalls(*calls, base[0], cand[0]))
                             continue
+                        pair = Pair(suite.name, task.id, case.id, baseline, candidate)
                         if like is None:  # resolves the judge's adapter and price
                             empty = {baseline: "", candidate: ""}
                             request = judge_request(judge_model, suite, pair, orders[0], empty)
@@ -566,7 +569,12 @@ class EvalSession:
                         sized += [judge_text_chars(suite, pair, base[1] + cand[1])] * len(orders)
             if like is not None:
                 estimate = estimate + judging.estimate_by_size(like, sized)
-        return estimate + judging.estimate(judging.plan(buildable))
+        requests = (
+            call
+            for entry in buildable
+            for call in (entry.requests() if isinstance(entry, _PairCalls) else (entry,))
+        )
+        return estimate + judging.estimate_requests(requests, JUDGE_BATCH_PASSES)
 
     def dispatch(
         self, dispatcher: Dispatcher, specs: list[ItemSpec], planned: list[Planned] | None = None
@@ -779,6 +787,28 @@ class EvalSession:
 
 def has_criteria(suite: Suite) -> bool:
     return any(task.judges for task in suite.tasks)
+
+
+@dataclass(frozen=True)
+class _PairCalls:
+    """The two judge calls (both orders) of a pair whose answers are cached, unbuilt."""
+
+    judge_model: str
+    suite: Suite
+    task: str
+    case: str
+    baseline: str
+    candidate: str
+    baseline_text: str
+    candidate_text: str
+
+    def requests(self) -> list[Request]:
+        pair = Pair(self.suite.name, self.task, self.case, self.baseline, self.candidate)
+        texts = {self.baseline: self.baseline_text, self.candidate: self.candidate_text}
+        return [
+            judge_request(self.judge_model, self.suite, pair, order, texts)
+            for order in (BASELINE_FIRST, CANDIDATE_FIRST)
+        ]
 
 
 def _criteria_calls(

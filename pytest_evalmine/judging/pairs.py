@@ -101,12 +101,17 @@ class Pair:
 
     @property
     def verdicts(self) -> list[str]:
-        return [v for v in (p.candidate_verdict for p in self.passes) if v is not None]
+        return [v for p in self.passes if (v := p.candidate_verdict) is not None]
 
     @property
     def judge_score(self) -> float | None:
         """The score the judge's two verdicts give, before any check override."""
-        return SCORES[frozenset(self.verdicts)] if self.judged else None
+        # The verdicts are read once (``judged`` would read them again): the statistics at
+        # session finish ask a 10,000-pair run's scores some 150,000 times.
+        if self.excluded is not None:
+            return None
+        verdicts = self.verdicts
+        return SCORES[frozenset(verdicts)] if len(verdicts) == 2 else None
 
     @property
     def score(self) -> float | None:

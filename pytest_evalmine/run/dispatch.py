@@ -17,7 +17,7 @@ import signal
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -257,7 +257,8 @@ class Dispatcher:
         committed in the ledger (spent or reserved by earlier calls of the same run)."""
         unique = {p.key: p for p in planned}
         reads = self.record != "all"
-        sent = [p for p in unique.values() if not (reads and self.store.has(p.key))]
+        cached_keys = self.store.cached_keys(list(unique)) if reads else set()
+        sent = [p for p in unique.values() if p.key not in cached_keys]
         cached = len(unique) - len(sent)
         if self.record == "none":
             sent = []
@@ -268,6 +269,33 @@ class Dispatcher:
             cost_usd=sum(p.estimated_cost_usd for p in sent),
             already_committed_usd=self.store.committed(self.run_token),
             worst_case_usd=sum(p.max_cost_usd for p in sent),
+        )
+
+    def estimate_requests(self, requests: Iterable[Request], part: int) -> Estimate:
+        """``estimate(plan(requests))``, planned and looked up ``part`` requests at a time, so
+        that the requests (a warm rerun builds every judge call to find it cached) are never
+        all in memory at once; the same figures, summed over the calls in the same order."""
+        reads = self.record != "all"
+        seen: set[str] = set()
+        cached = 0
+        costs: list[float] = []
+        worst: list[float] = []
+        for chunk in _parts(requests, part):
+            unique = {p.key: p for p in self.plan(chunk) if p.key not in seen}
+            seen.update(unique)
+            found = self.store.cached_keys(list(unique)) if reads else set()
+            sent = [p for key, p in unique.items() if key not in found]
+            cached += len(unique) - len(sent)
+            if self.record != "none":
+                costs += (p.estimated_cost_usd for p in sent)
+                worst += (p.max_cost_usd for p in sent)
+        return Estimate(
+            calls=len(seen),
+            cached=cached,
+            uncached=len(costs),
+            cost_usd=sum(costs),
+            already_committed_usd=self.store.committed(self.run_token),
+            worst_case_usd=sum(worst),
         )
 
     def estimate_by_size(self, like: Planned, text_chars: list[int]) -> Estimate:
@@ -364,19 +392,29 @@ class Dispatcher:
             if name not in self._gates:
                 self._gates[name] = Gate(self._limiter(item.adapter))
 
-        # The whole wave is claimed in a few transactions instead of one per request.
+        # The wave's cached answers are read in a few queries and settled here, without a
+        # task each (a warm 10,000-case run has 40,000 of them); the rest are claimed in a
+        # few transactions instead of one per request.
+        hits = self.store.hits(list(unique)) if self.record != "all" else {}
         claimed = (
             self.store.claim_many(
-                self.run_token, list(unique), self.owner, reads_cache=self.record != "all"
+                self.run_token,
+                [key for key in unique if key not in hits],
+                self.owner,
+                reads_cache=self.record != "all",
             )
             if self.record != "none"
             else {}
         )
 
         async def one(item: Planned) -> Outcome:
-            outcome = await self._one(
-                item, self._gates[item.adapter.name], overlapping, claimed.get(item.key)
+            return counted(
+                await self._one(
+                    item, self._gates[item.adapter.name], overlapping, claimed.get(item.key)
+                )
             )
+
+        def counted(outcome: Outcome) -> Outcome:
             progress.done += 1
             progress.cached += outcome.cached
             progress.spent_usd += outcome.cost_usd
@@ -389,14 +427,25 @@ class Dispatcher:
         catching = self._catch_interrupts()
         watching = asyncio.ensure_future(self._watch_stop())
         try:
-            outcomes = await asyncio.gather(*(one(item) for item in unique.values()))
+            settled = {
+                key: counted(
+                    _interrupted_outcome(key)
+                    if self.interrupted
+                    else self._from_cache(item, hits[key])
+                )
+                for key, item in unique.items()
+                if key in hits
+            }
+            sent = [item for key, item in unique.items() if key not in settled]
+            outcomes = await asyncio.gather(*(one(item) for item in sent))
         finally:
             watching.cancel()
             if catching:
                 self._restore_sigint()
         for token in overlapping:
             self.other_runs[token] = self.store.committed(token)
-        return {outcome.key: outcome for outcome in outcomes}
+        settled.update((outcome.key, outcome) for outcome in outcomes)
+        return {key: settled[key] for key in unique}
 
     async def _one(
         self,
@@ -911,6 +960,18 @@ async def _prepare_all(preparing: list[tuple[Adapter, list[str]]]) -> None:
             await adapter.prepare(models)  # type: ignore[attr-defined]
         except AdapterError as exc:
             raise EvalmineError(f"{adapter.name}: {exc}") from None
+
+
+def _parts(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last one shorter), drawn as they are needed."""
+    part: list[T] = []
+    for item in items:
+        part.append(item)
+        if len(part) == size:
+            yield part
+            part = []
+    if part:
+        yield part
 
 
 def redacted_response(response: Response) -> Response:

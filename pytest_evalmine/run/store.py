@@ -371,6 +371,39 @@ class Store:
         row = self.connection.execute("SELECT 1 FROM answers WHERE key = ?", (key,)).fetchone()
         return row is not None
 
+    def hits(self, keys: list[str]) -> dict[str, Hit]:
+        """``hit`` for every key that is cached, read in batches: one query per batch of keys
+        instead of one per key (a warm 10,000-case run reads 40,000 cached calls)."""
+        found: dict[str, Hit] = {}
+        for start in range(0, len(keys), _BATCH):
+            batch = keys[start : start + _BATCH]
+            marks = ",".join("?" * len(batch))
+            for row in self.connection.execute(
+                "SELECT a.key, a.response, a.cost_usd, c.run_token, c.owner, c.status, c.error, "
+                "c.error_kind, c.cost_usd, c.possibly_billed_usd, c.attempts FROM answers a "
+                f"LEFT JOIN claims c ON c.key = a.key WHERE a.key IN ({marks})",
+                batch,
+            ):
+                answer = CachedAnswer(response=Response.from_json(row[1]), cost_usd=row[2])
+                found[row[0]] = Hit(answer, None if row[3] is None else Claim(*row[3:]))
+        return found
+
+    def answers_of(self, keys: list[str]) -> dict[str, CachedAnswer]:
+        """``get`` for every key that is cached, read in batches."""
+        found: dict[str, CachedAnswer] = {}
+        for start in range(0, len(keys), _BATCH):
+            batch = keys[start : start + _BATCH]
+            marks = ",".join("?" * len(batch))
+            for row in self.connection.execute(
+                f"SELECT key, response, cost_usd FROM answers WHERE key IN ({marks})", batch
+            ):
+                found[row[0]] = CachedAnswer(Response.from_json(row[1]), row[2])
+        return found
+
+    def cached_keys(self, keys: list[str]) -> set[str]:
+        """The keys of ``keys`` whose answer is cached, read in batches."""
+        return self._cached(keys)
+
     def record_paid_answer(self, **fields: Any) -> None:
         """One ``PaidAnswer`` (its fields as keywords), as ``record_paid_answers`` does."""
         self.record_paid_answers([PaidAnswer(**fields)])
