@@ -327,6 +327,10 @@ class BatchProvider:
 
     # Gemini --------------------------------------------------------------------------------
     def _gemini(self, method: str, path: str, received: Received) -> Reply:
+        if method == "POST" and path.endswith(":generateContent"):
+            self.online_calls += 1
+            text = received.body["contents"][-1]["parts"][0]["text"]
+            return Reply.json(200, self._gemini_answer(text))
         if method == "POST" and path.endswith(":batchGenerateContent"):
             inline = received.body["batch"]["input_config"]["requests"]["requests"]
             requests = [(r["metadata"]["key"], r["request"]) for r in inline]
@@ -365,24 +369,7 @@ class BatchProvider:
                         continue
                     text = request["contents"][-1]["parts"][0]["text"]
                     results.append(
-                        {
-                            "response": {
-                                "candidates": [
-                                    {
-                                        "content": {
-                                            "role": "model",
-                                            "parts": [{"text": self.answer_text(text)}],
-                                        },
-                                        "finishReason": "STOP",
-                                    }
-                                ],
-                                "usageMetadata": {
-                                    "promptTokenCount": INPUT_TOKENS,
-                                    "candidatesTokenCount": OUTPUT_TOKENS,
-                                },
-                            },
-                            "metadata": {"key": key},
-                        }
+                        {"response": self._gemini_answer(text), "metadata": {"key": key}}
                     )
                 if self.out_of_order:
                     random.Random(self.seed).shuffle(results)
@@ -399,6 +386,20 @@ class BatchProvider:
             "batchStats": {"requestCount": str(len(batch.requests))},
         }
         return shown
+
+    def _gemini_answer(self, prompt: str) -> dict[str, Any]:
+        return {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": [{"text": self.answer_text(prompt)}]},
+                    "finishReason": "STOP",
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": INPUT_TOKENS,
+                "candidatesTokenCount": OUTPUT_TOKENS,
+            },
+        }
 
 
 def _openai_error_line(custom_id: str, code: str) -> bytes:

@@ -535,3 +535,21 @@ def test_the_wait_bound_exits_17_with_a_partial_report_and_a_rerun_collects(
     assert again.ret in (0, 1)
     assert latest_report(pytester.path)["batches"]["batches"][0]["resumed"] is True
     assert (provider.batches_created, provider.requests_batched) == (1, 6)
+
+
+def test_a_suites_batch_key_batches_the_answers_and_the_judge(
+    pytester: pytest.Pytester, server: ProviderServer
+) -> None:
+    suite = BATCH_SUITE.replace("suite: small\n", 'suite: small\nbatch: "box,poll=0.02"\n')
+    pytester.makefile(".eval.yaml", small=suite)
+    result = pytester.runpytest(
+        f"--evalmine-endpoint=box={server.url}/v1,input=1,output=2", "--evalmine-judge=box/judge"
+    )
+    assert result.ret in (0, 1)
+    batches = latest_report(pytester.path)["batches"]
+    # The six answers in one batch, then the judge's calls (the pairs it judges, in both
+    # orders) in batches of their own at session finish.
+    assert batches["batches"][0]["requests"] == 6 and len(batches["batches"]) >= 2
+    judged = sum(b["requests"] for b in batches["batches"][1:])
+    assert judged >= 2 and batches["calls"]["box"] == {"batched": 6 + judged, "online": 0}
+    assert server.provider.online_calls == 0

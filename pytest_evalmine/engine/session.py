@@ -414,9 +414,11 @@ class EvalSession:
         if not self._batch_read:
             from ..run.batch import BatchSession, parse_batch
 
-            settings = parse_batch(
-                self.settings.values.get("batch"), self.settings.values.get("batch_wait")
-            )
+            spec = self.settings.values.get("batch")
+            if not spec:  # a suite's ``batch: true`` (or its own value) when the option is off
+                asked = [s.batch for s in self.suites.values() if s.batch]
+                spec = next((a for a in asked if isinstance(a, str)), "on" if asked else None)
+            settings = parse_batch(spec, self.settings.values.get("batch_wait"))
             self._batch = BatchSession(settings) if settings is not None else None
             self._batch_read = True
         return self._batch

@@ -272,6 +272,8 @@ class Suite:
     criterion_labels: tuple[CriterionLabel, ...] = ()
     # Every declared variant name: the suite's, then the tasks' own, in file order.
     variant_names: tuple[str, ...] = ()
+    # ``batch``: true (or an ``--evalmine-batch`` value) sends its calls as provider batches.
+    batch: bool | str = False
 
     def contender(self, entry: str) -> tuple[str, str | None]:
         """``(model, variant)`` of a model list entry, ``MODEL`` or ``MODEL@VARIANT``."""
@@ -971,6 +973,7 @@ def _build(
         gate=_gate(document.get("gate"), shown, problems),
         shown=shown,
         variant_names=variant_names,
+        batch=document.get("batch", False),
     )
 
 
