@@ -5,6 +5,7 @@ still printed and the run does not pass; a run that ran nothing says so."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 from collections.abc import Callable
@@ -55,6 +56,7 @@ def finish_session(
             on_interrupt=on_interrupt,
             # Ctrl-C, -x or an internal error: never spend on a judge the user stopped.
             stopped=_why_stopped(session),
+            pytest_html=_pytest_html_page(config),
         )
     except Exception as exc:  # a report failure must not hide the run's own outcome
         failure = f"{type(exc).__name__}: {exc}"
@@ -76,6 +78,15 @@ def finish_session(
             REPORTS_NOT_WRITTEN,
             f"reports not written: {'; '.join(not_written)}",
         )
+
+
+def _pytest_html_page(config: pytest.Config) -> Path | None:
+    """The page pytest-html writes for this run (``--html``, resolved against the working
+    folder as pytest-html resolves it), or None."""
+    path = config.getoption("htmlpath", None)
+    if not path or not config.pluginmanager.hasplugin("html"):
+        return None
+    return Path.cwd() / Path(os.path.expandvars(path)).expanduser()
 
 
 # xdist: the controller's end of a run (spec: "Dispatch", xdist and Ctrl-C): its Ctrl-C

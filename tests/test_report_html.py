@@ -9,6 +9,7 @@ import re
 from html import escape as html_escape
 from html import unescape as html_unescape
 from html.parser import HTMLParser
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,13 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_evalmine.reports.html_page import render_html, render_run_dir, script_json
+from pytest_evalmine.judging.binary import BinaryJudging
+from pytest_evalmine.reports.html_page import (
+    links_nav,
+    render_html,
+    render_run_dir,
+    script_json,
+)
 from pytest_evalmine.reports.labelling import (
     CHECK,
     DISAGREES,
@@ -101,6 +108,63 @@ def pair_doc(case: str = "c1", **overrides: Any) -> dict[str, Any]:
     return pair
 
 
+def answer_doc(
+    case: str = "c1",
+    model: str = "fake/alpha",
+    text: str = "base answer",
+    *,
+    task: str = "triage",
+    passed: bool = True,
+    score: float = 1.0,
+    **overrides: Any,
+) -> dict[str, Any]:
+    """An answers.jsonl row with the fields the cases view reads."""
+    answer = {
+        "task": task,
+        "case": case,
+        "model": model,
+        "repeat": 0,
+        "outcome": "passed" if passed else "failed",
+        "text": text,
+        "checks": [
+            {"name": "contains", "passed": passed, "message": "" if passed else "no 'refund'"}
+        ],
+        "score": score,
+        "cost_usd": 0.0012,
+        "latency_s": 0.25,
+    }
+    answer.update(overrides)
+    return answer
+
+
+def run_docs(cases: int, *, tasks: int = 3) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``cases`` judged pairs and their 2 x ``cases`` answers: every fourth candidate answer
+    fails its check, every seventh pair flips, scores fall with the case number."""
+    pairs, answers = [], []
+    for i in range(cases):
+        task, case = f"task-{i % tasks}", f"case-{i:05d}"
+        base = f"Answer {i}: the parcel left on Monday and arrives in two days."
+        cand = f"Answer {i}: the parcel left on Tuesday and arrives in two days, sorry."
+        pairs.append(
+            pair_doc(
+                case,
+                task=task,
+                prompt=f"Prompt {i}: where is my parcel?",
+                baseline_text=base,
+                candidate_text=cand,
+                flip=i % 7 == 0,
+                outcome="flip" if i % 7 == 0 else "win",
+            )
+        )
+        answers.append(answer_doc(case, "fake/alpha", base, task=task, score=1 - i / cases))
+        answers.append(
+            answer_doc(case, "fake/beta", cand, task=task, passed=i % 4 != 0, score=i / cases)
+        )
+        pairs[-1]["baseline_checks"] = answers[-2]["checks"]  # as the run copies them
+        pairs[-1]["candidate_checks"] = answers[-1]["checks"]
+    return pairs, answers
+
+
 def embedded_data(page: str) -> dict[str, Any]:
     match = DATA_SCRIPT.search(page)
     assert match is not None
@@ -156,7 +220,7 @@ def test_every_user_string_is_escaped_in_markup_and_in_the_embedded_data() -> No
     entry = data["pairs"][0]
     texts = {entry["A"]["text"], entry["B"]["text"]}
     assert texts == {HOSTILE, "line one\u2028" + HOSTILE}
-    assert entry["prompt"] == HOSTILE
+    assert data["case_list"][entry["case_row"]]["prompt"] == HOSTILE  # named, not copied
     assert entry["judge"]["passes"][0]["reason"] == HOSTILE
 
 
@@ -215,8 +279,14 @@ def test_charts_are_svg_written_by_the_code() -> None:
     cells = re.findall(r'<text [^>]*style="fill:[^"]*;font-size:15px">(\d+)</text>', heatmap)
     assert [int(c) for c in cells] == [3, 1, 0, 0, 2, 0, 1, 0, 5]
     assert page.count('class="win-rates"') == 2  # overall and per task
-    # The dot sits at 62.5 % of the 320 px plot starting at 300 px.
-    assert 'cx="500.0"' in page
+    # The dot sits at 62.5 % of the 320-unit plot, whose viewBox stretches to its cell; the
+    # interval bar from 25 % to 87.5 %.
+    assert page.count('class="wr-dot" x1="200.0"') == 2
+    assert page.count('x1="80.0" y1="13.0" x2="280.0"') == 2
+    assert 'viewBox="0 0 320 26" preserveAspectRatio="none"' in page
+    # The heatmap scales too (a viewBox, no fixed width); each row links to its cases.
+    assert re.search(r'<svg [^>]*viewBox="0 0 428 182"[^>]*id="confusion-heatmap"', page)
+    assert '<a class="wr-name" href="#cases?task=triage&amp;model=fake%2Fbeta">' in page
 
 
 def test_old_or_partial_reports_render_without_failing() -> None:
@@ -419,3 +489,121 @@ def test_label_next_in_the_page_follows_the_suites_min_labels() -> None:
     report["headline"]["calibration"]["min_labels"] = 1
     data = embedded_data(render_html(report, [pair_doc("a"), pair_doc("b", flip=True)]))
     assert [data["pairs"][i]["case"] for i in data["next_order"]] == ["b", "a"]
+
+
+# the cases view and the criterion labelling: the data the page embeds ---------------------
+def test_the_cases_view_has_every_answer_once_with_its_case_and_its_pairs_verdict() -> None:
+    pairs, answers = run_docs(8)
+    pairs[1]["label"], pairs[2]["label"] = "baseline", "candidate"
+    report = report_doc(False)
+    report["headline"]["calibration"]["min_labels"] = 0  # no task short of labels
+    data = embedded_data(render_html(report, pairs, answers))
+    items, cases = data["items"], data["case_list"]
+    assert len(items) == 16 and len(cases) == 8
+    assert [(cases[i["case"]]["task"], cases[i["case"]]["case"], i["model"]) for i in items] == [
+        (a["task"], a["case"], a["model"]) for a in answers
+    ]
+    baseline, candidate = items[0], items[1]
+    assert (baseline["judge"], baseline["flip"], baseline["label"]) == ("", False, "")
+    assert (candidate["judge"], candidate["flip"]) == ("flip", True)  # case 0 flips
+    assert items[3]["label"] == "baseline" and items[3]["judge"] == "win"
+    assert candidate["checks"] == [{"name": "contains", "passed": False, "message": "no 'refund'"}]
+    assert (candidate["score"], candidate["cost"], candidate["latency"]) == (0.0, 0.0012, 0.25)
+    assert candidate["text"] == answers[1]["text"]
+    assert cases[0]["prompt"] == "Prompt 0: where is my parcel?"
+    # Both passes, with the models named (the cases view is not blind) and the reasons.
+    assert cases[0]["judge"][0]["passes"] == [
+        {"first": "fake/alpha", "winner": "fake/beta", "reason": "r1"},
+        {"first": "fake/beta", "winner": "fake/beta", "reason": "r2"},
+    ]
+    # "flagged" is Label next's list: the flips (cases 0 and 7), the judge preferring an
+    # answer that failed its check (case 4) and the label it disagrees with (case 1); not the
+    # label it agrees with (case 2).
+    flagged = [True, True, False, False, True, False, False, True]
+    assert [i["flagged"] for i in items[1::2]] == flagged
+    assert not any(i["flagged"] for i in items[0::2])  # the baseline's rows carry no pair
+    assert data["models"] == ["fake/alpha", "fake/beta"]
+
+
+def test_a_run_without_answers_has_no_cases_view_and_old_pages_still_render() -> None:
+    page = render_html(report_doc(False), [pair_doc()])
+    assert 'id="cases"' not in page and 'href="#cases"' not in page
+    assert embedded_data(page)["items"] == []
+
+
+def test_links_to_pytest_html_the_compared_run_and_the_suites_index() -> None:
+    report = report_doc(False)
+    report["pytest_html"] = "../../../out.html"
+    report["changes"] = {"previous_run_id": "20261129T000000.000Z-aaaaaaaa-bbbbbbbb"}
+    nav = links_nav(report, has_cases=True)
+    assert re.findall(r'href="([^"]*)"', nav) == [
+        "#cases",
+        "../../../out.html",
+        "../20261129T000000.000Z-aaaaaaaa-bbbbbbbb/report.html",
+        "../index.html",
+    ]
+    plain = render_html(report_doc(False), [])
+    assert re.findall(r'href="([^"]*)"', plain.split("</nav>")[0]) == ["../index.html"]
+
+
+def test_criterion_items_carry_the_prompt_the_criterion_and_a_loadable_label_line() -> None:
+    report = report_doc(False)
+    texts = {"triage": {"polite": "The reply is polite."}}
+    report["binary_judges"] = BinaryJudging(
+        {"model": "fake/judge"}, [], [], [], [], 1, 0.0, texts
+    ).to_dict()
+    verdicts = [
+        {"task": "triage", "case": "c1", "model": "fake/beta", "criterion": "polite",
+         "label": "FAIL", "critique": HOSTILE, "status": "ok", "prompt": "Classify this"},
+        {"task": "triage", "case": "c1", "model": "fake/alpha", "criterion": "polite",
+         "label": None, "critique": "", "status": "unparseable", "prompt": "Classify this"},
+    ]  # fmt: skip
+    answers = [answer_doc("c1", "fake/alpha"), answer_doc("c1", "fake/beta", "cand answer")]
+    page = render_html(report, [], answers, verdicts)
+    assert 'id="criterion-labelling"' in page
+    (item,) = embedded_data(page)["criterion_items"]  # the unusable verdict is not offered
+    assert item["prompt"] == "Classify this" and item["answer"] == "cand answer"
+    assert item["text"] == "The reply is polite." and item["criterion"] == "polite"
+    assert item["judge"] == {"label": "FAIL", "critique": HOSTILE}
+    line = "  - {" + item["fields"] + ', label: PASS, note: "a note"}'
+    assert yaml.safe_load(line) == [
+        {"task": "triage", "case": "c1", "model": "fake/beta", "criterion": "polite",
+         "label": "PASS", "note": "a note"}
+    ]  # fmt: skip
+    assert HOSTILE not in page
+    assert 'id="criterion-labelling"' not in render_html(report, [], answers, verdicts[1:])
+
+
+def test_labelling_entries_name_the_cases_views_rows_instead_of_copying_them() -> None:
+    pairs, answers = run_docs(3)
+    answers[3]["text"] = "not what the pair holds"  # a row that differs keeps its own copy
+    data = embedded_data(render_html(report_doc(False), pairs, answers))
+    for pair, entry in zip(pairs, data["pairs"], strict=True):
+        assert "prompt" not in entry
+        assert data["case_list"][entry["case_row"]]["prompt"] == pair["prompt"]
+        for letter in ("A", "B"):
+            side = entry["prefer"][letter]
+            shown = entry[letter]
+            if "item" in shown:
+                row = data["items"][shown["item"]]
+                assert data["case_list"][row["case"]]["case"] == pair["case"]
+                assert row["model"] == pair[side] and row["text"] == pair[f"{side}_text"]
+                assert row["checks"] == pair[f"{side}_checks"]
+            else:
+                assert (pair["case"], side) == ("case-00001", "candidate")
+                assert shown["text"] == pair["candidate_text"]
+    assert sum("item" in e[x] for e in data["pairs"] for x in "AB") == 5
+
+
+def test_the_page_stays_within_its_size_budget() -> None:
+    # spec "Page budget": the texts once, at most 800 bytes per answer besides, and about
+    # 40 KB of styles and scripts; one self-contained file whatever the size.
+    pairs, answers = run_docs(2000)
+    page = render_html(report_doc(False), pairs, answers).encode()
+    assets = resources.files("pytest_evalmine.reports").joinpath("assets")
+    fixed = sum(len(f.read_bytes()) for f in assets.iterdir() if f.name.endswith((".css", ".js")))
+    assert fixed <= 40_000
+    texts = sum(len(a["text"]) for a in answers) + sum(len(p["prompt"]) for p in pairs)
+    assert (len(page) - fixed - texts) / len(answers) <= 800
+    assert page.count(answers[1]["text"].encode()) == 1  # each answer's text embedded once
+    assert b"default-src 'none'" in page and b"<link" not in page

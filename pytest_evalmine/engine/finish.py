@@ -4,6 +4,7 @@ and write every suite's reports, and decide the run's exit code."""
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -68,13 +69,15 @@ def finish_run(
     on_progress: Callable[[Progress], None] | None = None,
     on_interrupt: Callable[[int, float], None] | None = None,
     stopped: str | None = None,
+    pytest_html: Path | None = None,
 ) -> list[FinishedSuite]:
     """Session finish, once per run: judge, calibrate, compare and write every suite's
     reports. Provider trouble while judging becomes a note in the report, never an exception.
     ``stopped`` (why the run did not run every item: Ctrl-C, -x) writes partial reports
     without spending on the judge. Every answer the run dispatched is reported, whether its
     item ran or not. A suite whose files cannot be written (compared, written, recorded) is
-    still finished, with ``not_written`` saying why, so its summary is shown all the same."""
+    still finished, with ``not_written`` saying why, so its summary is shown all the same.
+    ``pytest_html``: the page pytest-html writes for this run, which report.html links to."""
 
     def judge_dispatcher() -> Dispatcher:
         return session.dispatcher(
@@ -149,6 +152,9 @@ def finish_run(
         not_written = None
         try:
             report = summary.to_json()
+            if pytest_html is not None:  # relative: the pages open from file://
+                run_folder = report_root / summary.suite_name / summary.run_id
+                report["pytest_html"] = os.path.relpath(pytest_html, run_folder)
             previous, unreadable = _previous_or_why_not(session, suite, report_root)
             if unreadable:
                 notes = (summary.latest_note, unreadable)

@@ -138,6 +138,8 @@ class BinaryJudging:
     all_pass: list[AllPassRate]
     min_labels_per_class: int
     min_recall: float
+    # task -> criterion name -> its text, for report.html's criterion labelling.
+    criterion_texts: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def calls_made(self) -> int:
         return sum(1 for v in self.verdicts if v.attempts and not v.cached)
@@ -183,6 +185,7 @@ class BinaryJudging:
             "all_pass": [row.to_dict() for row in self.all_pass],
             "criteria": [row.to_dict() for row in self.rates],
             "calibration": [row.to_dict() for row in self.calibrations],
+            "criterion_texts": self.criterion_texts,
         }
 
 
@@ -237,6 +240,11 @@ def binary_from_verdicts(
         all_pass=[_all_pass(model, verdicts, calibrations) for model in models],
         min_labels_per_class=suite.judge.min_labels_per_class,
         min_recall=suite.judge.min_recall,
+        criterion_texts={
+            task.id: {judge.name: judge.criterion for judge in task.judges}
+            for task in suite.tasks
+            if task.judges
+        },
     )
 
 

@@ -59,6 +59,9 @@ class CriterionVerdict(CallAccounting):
     critique: str = ""
     status: str = OK
     error: str | None = None
+    # The rendered task prompt the answer was given: report.html's criterion labelling shows
+    # it beside the answer (the run's other files hold it only for judged pairs).
+    prompt: str = ""
 
     @property
     def answer(self) -> tuple[str, str, str]:
@@ -142,10 +145,17 @@ def judge_criteria(
         return []
     planned = dispatcher.plan(request for _, _, request in asked)
     outcomes = dispatcher.run_each(planned)
-    return [
+    verdicts = [
         _verdict(record, criterion, outcome)
         for (record, criterion, _), outcome in zip(asked, outcomes, strict=True)
     ]
+    prompts: dict[tuple[str, str], str] = {}  # rendered once per case, not per criterion
+    for verdict in verdicts:
+        case = (verdict.task, verdict.case)
+        if case not in prompts:
+            prompts[case] = task_prompt(suite, verdict.task, verdict.case)
+        verdict.prompt = prompts[case]
+    return verdicts
 
 
 def _verdict(record: AnswerRecord, criterion: Criterion, outcome: Outcome) -> CriterionVerdict:

@@ -18,6 +18,7 @@ from ..redaction import redact
 from .html_page import html_pieces
 from .render import markdown_table, money
 from .sections import Section, flagged, number, percent, report_sections
+from .suite_index import suite_index_html
 from .summary import RunSummary, failure_reason
 
 # mkstemp creates files 0600; reports should get the permissions any other file would.
@@ -38,18 +39,20 @@ def write_run(
     suite_dir = report_root / summary.suite_name
     run_dir = suite_dir / summary.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write(run_dir / "answers.jsonl", jsonl_lines(r.to_dict() for r in summary.records))
+    # The rows as the files hold them, built once: report.html's cases view reads them too.
+    answers = [r.to_dict() for r in summary.records]
+    atomic_write(run_dir / "answers.jsonl", jsonl_lines(answers))
     pairs = summary.headline.pair_dicts if summary.headline else []
     if summary.headline is not None:
         atomic_write(run_dir / "pairs.jsonl", jsonl_lines(pairs))
+    verdicts = [v.to_dict() for v in summary.binary.verdicts] if summary.binary else []
     if summary.binary is not None:
-        verdicts = (v.to_dict() for v in summary.binary.verdicts)
         atomic_write(run_dir / "verdicts.jsonl", jsonl_lines(verdicts))
     if report is None:
         report = summary.to_json()
     atomic_write(run_dir / "report.json", json.dumps(report, indent=2) + "\n")
     atomic_write(run_dir / "report.md", render_markdown(summary))
-    atomic_write(run_dir / "report.html", html_pieces(report, pairs))
+    atomic_write(run_dir / "report.html", html_pieces(report, pairs, answers, verdicts))
     if move_latest:
         pointer = {
             "run_id": summary.run_id,
@@ -57,6 +60,7 @@ def write_run(
             "suite_hash": summary.suite_hash,
         }
         atomic_write(suite_dir / "latest.json", json.dumps(pointer, indent=2) + "\n")
+    atomic_write(suite_dir / "index.html", suite_index_html(suite_dir))
     return run_dir
 
 

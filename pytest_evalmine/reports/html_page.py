@@ -14,10 +14,12 @@ from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from ..judging.headline import DAGGER
 from ..scoring.sandbox import SANDBOX_LINES
 from ..suite.loader import DEFAULT_MIN_LABELS
+from .cases_view import SharedRows, case_items, case_list, check_rows, criterion_items
 from .labelling import (
     KIND_TAGS,
     a_side,
@@ -25,6 +27,7 @@ from .labelling import (
     is_judged,
     label_fields,
     label_next,
+    nothing_to_label,
     pair_id,
 )
 from .ranking_section import cost_quality_svg
@@ -44,29 +47,102 @@ from .sections import (
 CATEGORIES = ("baseline", "tie", "candidate")
 CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
 LABEL_NEXT_LISTED = 50
+# The cases view (filled by cases.js from the page's data): every answer as a row, filtered,
+# searched, sorted and shown a page of rows at a time, so 20,000 rows cost what 100 do.
+CASES_VIEW = """<section id="cases"><h2>Cases</h2>
+<p class="muted">Every answer of the run, one row each. Filter, search prompts and answers, sort
+by a column's header; a row opens its case. A link such as <code>#cases?task=triage</code>
+opens this view filtered.</p>
+<div id="cases-filters" class="filters">
+<label>task <select id="f-task"><option value="">all</option></select></label>
+<label>model <select id="f-model"><option value="">all</option></select></label>
+<label>outcome <select id="f-outcome"><option value="">all</option></select></label>
+<label><input id="f-flagged" type="checkbox"> flagged (label next)</label>
+<label><input id="f-flip" type="checkbox"> flips</label>
+<label><input id="f-failed" type="checkbox"> check failures</label>
+<input id="f-search" type="search" placeholder="search prompts and answers">
+</div>
+<p><span id="cases-count"></span> <button id="cases-prev" type="button">&larr;</button>
+<span id="cases-page"></span> <button id="cases-next" type="button">&rarr;</button></p>
+<div class="table-wrap"><table id="cases-table"><thead><tr>
+<th data-sort="task">task</th><th data-sort="case">case</th><th data-sort="model">model</th>
+<th data-sort="outcome">outcome</th><th data-sort="checks">checks</th>
+<th data-sort="score">score</th><th data-sort="cost">cost</th>
+<th data-sort="latency">latency</th><th data-sort="judge">judge verdict</th>
+<th data-sort="flip">flip</th><th data-sort="label">label</th></tr></thead>
+<tbody id="cases-body"></tbody></table></div>
+<div id="case-detail" hidden><h3 id="case-title"></h3>
+<p><label><input id="case-diff" type="checkbox"> show differences from the baseline's answer
+</label> <button id="case-close" type="button">close</button></p>
+<h4>Prompt</h4><div id="case-prompt" class="prompt"></div>
+<div id="case-answers" class="answers"></div><div id="case-judge"></div></div>
+</section>
+"""
+# Criterion labelling (binary judges): one answer and one criterion at a time, PASS or FAIL.
+CRITERION_PANEL = """<h2>Label criteria (PASS/FAIL)</h2>
+<p class="muted">One answer, its prompt and one criterion of its task at a time. Choose
+<kbd>p</kbd> PASS or <kbd>f</kbd> FAIL (with an optional note); the judge's verdict opens once
+you have chosen. "Copy criterion labels" gives YAML lines for the suite's <code>labels:</code>
+list, as the suite loader reads criterion labels.</p>
+<section id="criterion-labelling" hidden>
+<div class="lab-bar"><button id="crit-prev" type="button">&larr; previous</button>
+<button id="crit-next" type="button">next &rarr;</button>
+<span id="crit-position"></span><span class="grow"></span><span id="crit-progress"></span></div>
+<p><strong id="crit-where"></strong></p>
+<h3>Criterion <span id="crit-name"></span></h3><div id="crit-text" class="prompt"></div>
+<h3>Prompt</h3><div id="crit-prompt" class="prompt"></div>
+<h3>Answer</h3><div id="crit-answer" class="answer-text"></div>
+<div class="choices"><button id="crit-PASS" type="button">PASS <kbd>p</kbd></button>
+<button id="crit-FAIL" type="button">FAIL <kbd>f</kbd></button>
+<input id="crit-note" type="text" placeholder="note (optional)"></div>
+<details id="crit-judge" class="judge"><summary id="crit-judge-summary"></summary>
+<div id="crit-judge-body"></div></details>
+<p><button id="crit-copy" type="button">Copy criterion labels</button>
+<span id="crit-status"></span></p>
+<textarea id="crit-yaml" readonly aria-label="criterion labels as YAML"></textarea>
+</section>
+"""
 
 
 def render_run_dir(run_dir: Path) -> str:
-    """The page of a stored run: its report.json and, with a judge, its pairs.jsonl."""
+    """The page of a stored run: its report.json, answers.jsonl and, with judges, its
+    pairs.jsonl and verdicts.jsonl."""
     report = json.loads((run_dir / "report.json").read_text("utf-8"))
-    pairs_file = run_dir / "pairs.jsonl"
-    pairs = (
-        [json.loads(line) for line in pairs_file.read_text("utf-8").splitlines() if line.strip()]
-        if pairs_file.is_file()
-        else []
+    return render_html(
+        report,
+        _jsonl(run_dir / "pairs.jsonl"),
+        _jsonl(run_dir / "answers.jsonl"),
+        _jsonl(run_dir / "verdicts.jsonl"),
     )
-    return render_html(report, pairs)
 
 
-def render_html(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> str:
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+def render_html(
+    report: dict[str, Any],
+    pairs: Sequence[dict[str, Any]],
+    records: Sequence[dict[str, Any]] = (),
+    verdicts: Sequence[dict[str, Any]] = (),
+) -> str:
     """The whole page. Reads report.json's records defensively (``.get``), so a report from
     an older or newer version renders what it has."""
-    return "".join(html_pieces(report, pairs))
+    return "".join(html_pieces(report, pairs, records, verdicts))
 
 
-def html_pieces(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> Iterator[str]:
+def html_pieces(
+    report: dict[str, Any],
+    pairs: Sequence[dict[str, Any]],
+    records: Sequence[dict[str, Any]] = (),
+    verdicts: Sequence[dict[str, Any]] = (),
+) -> Iterator[str]:
     """The page in pieces, for writing it without holding it whole: with 10,000 judged pairs
-    the page is about 11 MB and was built four times over in memory."""
+    the page is about 11 MB and was built four times over in memory. ``records``: the
+    answers (answers.jsonl's rows) for the cases view; ``verdicts``: the binary judges'
+    (verdicts.jsonl's rows) for the criterion labelling."""
     headline = report.get("headline") or {}
     suite = report.get("suite") or {}
     title = f"evalmine: {suite.get('name', '?')} run {report.get('run_id', '?')}"
@@ -76,9 +152,10 @@ def html_pieces(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> Iter
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title>",
-        f"<style>{verdict_css()}{_asset('page.css')}</style>",
+        f"<style>{verdict_css()}{page_css()}</style>",
         "</head><body>",
         verdict_banner(report),
+        links_nav(report, has_cases=bool(records)),
         f"<h1>{_e(title)}</h1>",
         f'<p class="meta">Suite {_e(suite.get("file", ""))}, sha256 '
         f"<code>{_e(suite.get('hash', ''))}</code>; models "
@@ -114,17 +191,61 @@ def html_pieces(report: dict[str, Any], pairs: Sequence[dict[str, Any]]) -> Iter
     min_labels = DEFAULT_MIN_LABELS if min_labels is None else int(min_labels)
     suggestions = label_next(judged, min_labels)
     if headline:
-        parts.append(_label_next(suggestions))
+        parts.append(_label_next(suggestions, nothing_to_label(pairs, min_labels)))
     for part in parts:
         yield part
         yield "\n"
+    if records:
+        yield CASES_VIEW
     yield from _labelling(report, judged, suggestions)
+    criterion_texts = (report.get("binary_judges") or {}).get("criterion_texts") or {}
+    if any(v.get("label") in ("PASS", "FAIL") for v in verdicts):
+        yield CRITERION_PANEL
+    cases, index = case_list(records, pairs, verdicts)
+    shared = SharedRows.of(records, cases, index)
+    data = labelling_data(report, judged, suggestions, lazy=True, shared=shared)
+    data.update(
+        suite_file=suite.get("file", ""),
+        models=report.get("models") or [],
+        case_list=cases,
+        items=case_items(records, pairs, index, suggestions),
+        criterion_items=criterion_items(verdicts, records, criterion_texts),
+    )
+    yield '\n<script type="application/json" id="evalmine-data">'
+    yield from script_json_pieces(data)
+    scripts = "\n".join(_asset(name) for name in ("common.js", "page.js", "cases.js"))
+    yield f"</script>\n<script>{scripts}</script>"
     yield "\n</body></html>\n"
+
+
+def links_nav(report: dict[str, Any], *, has_cases: bool) -> str:
+    """Links to the run's other pages: its cases view, the pytest-html page when the run
+    wrote one, the run "What changed" compares with, and the suite's index of runs. Every
+    link is relative (``file://`` pages), to a page of this report tree or the project."""
+    links = []
+    if has_cases:
+        links.append('<a href="#cases">Cases</a>')
+    pytest_html = report.get("pytest_html")
+    if pytest_html:
+        links.append(f'<a href="{_e(pytest_html)}" id="link-pytest-html">pytest-html page</a>')
+    previous = (report.get("changes") or {}).get("previous_run_id")
+    if previous:
+        links.append(
+            f'<a href="../{_e(previous)}/report.html" id="link-previous">'
+            f"compared run {_e(previous)}</a>"
+        )
+    links.append('<a href="../index.html" id="link-index">all runs of this suite</a>')
+    return f'<nav class="links">{" &middot; ".join(links)}</nav>'
 
 
 def verdict_css() -> str:
     """The banner's style rules, for a page that embeds ``verdict_banner``."""
     return _asset("verdict.css")
+
+
+def page_css() -> str:
+    """The page's own style rules, for the suite's index page too."""
+    return _asset("page.css")
 
 
 def verdict_banner(report: dict[str, Any], element_id: str | None = "verdict") -> str:
@@ -212,7 +333,7 @@ def _calibration(headline: dict[str, Any]) -> str:
         for row in cal.get("per_task") or []
     ]
     if rows:
-        parts.append(_table(("task", "labels", "agreement", "kappa"), rows))
+        parts.append(_table(("task", "labels", "agreement", "kappa"), rows, task_links=True))
     parts.append("</section>")
     return "".join(parts)
 
@@ -297,7 +418,9 @@ def _section_html(section: Section, anchor: str) -> str:
     return "".join(parts) + "</section>"
 
 
-def _label_next(suggestions: Sequence[Any]) -> str:
+def _label_next(suggestions: Sequence[Any], nothing: str) -> str:
+    """The suggestions, or ``nothing``: why there are none, as report.md and the terminal
+    say it."""
     items = "".join(
         f"<li><code>{_e(s.task)}/{_e(s.case)}</code> "
         f'<span class="tags">{"".join(f"<span>{_e(KIND_TAGS[k])}</span>" for k in s.kinds)}'
@@ -310,7 +433,7 @@ def _label_next(suggestions: Sequence[Any]) -> str:
         if len(suggestions) > LABEL_NEXT_LISTED
         else ""
     )
-    body = f"<ol>{items}</ol>{more}" if items else "<p>nothing to suggest</p>"
+    body = f"<ol>{items}</ol>{more}" if items else f"<p>{_e(nothing)}</p>"
     return f'<section id="label-next"><h2>Label next</h2>{body}</section>'
 
 
@@ -321,17 +444,20 @@ def labelling_data(
     suggestions: Sequence[Any],
     *,
     lazy: bool = False,
+    shared: SharedRows | None = None,
 ) -> dict[str, Any]:
     """What the labelling script needs, with the A/B mapping already resolved: for each pair
     the side shown as A, what A and B mean as a label's ``prefer``, and the label's fields.
     ``lazy``: the pairs' entries as a generator, built one at a time as the page is written
-    (10,000 entries held at once were the page's largest cost in memory)."""
+    (10,000 entries held at once were the page's largest cost in memory). ``shared``: the
+    cases view's rows, which the entries then name (``item``, ``case_row``) instead of
+    copying the answers' texts, checks and the prompt."""
     index = {(p["task"], p["case"], p["candidate"]): i for i, p in enumerate(judged)}
     tags = {
         index[(s.task, s.case, s.candidate)]: [KIND_TAGS[kind] for kind in s.kinds]
         for s in suggestions
     }
-    built = (_pair_entry(pair, tags.get(i, [])) for i, pair in enumerate(judged))
+    built = (_pair_entry(pair, tags.get(i, []), shared) for i, pair in enumerate(judged))
     entries: Iterator[dict[str, Any]] | list[dict[str, Any]] = built if lazy else list(built)
     already = sum(1 for p in judged if p.get("label"))
     return {
@@ -361,7 +487,9 @@ def _audit_progress(report: dict[str, Any], judged: Sequence[dict[str, Any]]) ->
     )
 
 
-def _pair_entry(pair: dict[str, Any], tags: list[str]) -> dict[str, Any]:
+def _pair_entry(
+    pair: dict[str, Any], tags: list[str], shared: SharedRows | None = None
+) -> dict[str, Any]:
     identifier = pair_id(pair)
     a = a_side(identifier)
     b = "candidate" if a == "baseline" else "baseline"
@@ -387,9 +515,9 @@ def _pair_entry(pair: dict[str, Any], tags: list[str]) -> dict[str, Any]:
         "id": identifier,
         "task": pair["task"],
         "case": pair["case"],
-        "prompt": pair.get("prompt") or "",
-        "A": {"text": pair.get(f"{a}_text") or "", "checks": _checks(pair.get(f"{a}_checks"))},
-        "B": {"text": pair.get(f"{b}_text") or "", "checks": _checks(pair.get(f"{b}_checks"))},
+        **_prompt_or_row(pair, shared),
+        "A": _side(pair, a, shared),
+        "B": _side(pair, b, shared),
         "prefer": {"A": a, "B": b},
         "fields": label_fields(pair),
         "labelled": letter.get(label) if label else None,
@@ -402,15 +530,20 @@ def _pair_entry(pair: dict[str, Any], tags: list[str]) -> dict[str, Any]:
     }
 
 
-def _checks(checks: Any) -> list[dict[str, Any]]:
-    return [
-        {
-            "name": str(c.get("name", "")),
-            "passed": bool(c.get("passed")),
-            "message": str(c.get("message") or ""),
-        }
-        for c in checks or []
-    ]
+def _prompt_or_row(pair: dict[str, Any], shared: SharedRows | None) -> dict[str, Any]:
+    prompt = pair.get("prompt") or ""
+    row = shared.case_row(pair["task"], pair["case"], prompt) if shared else None
+    return {"prompt": prompt} if row is None else {"case_row": row}
+
+
+def _side(pair: dict[str, Any], side: str, shared: SharedRows | None) -> dict[str, Any]:
+    """One answer of a labelling entry: the cases view's row holding it when that row shows
+    the same text and checks, else its own text and checks."""
+    text, checks = pair.get(f"{side}_text") or "", check_rows(pair.get(f"{side}_checks"))
+    row = (
+        shared.answer_row(pair["task"], pair["case"], pair[side], text, checks) if shared else None
+    )
+    return {"text": text, "checks": checks} if row is None else {"item": row}
 
 
 def _labelling(
@@ -422,22 +555,23 @@ def _labelling(
             "this run.</p></section>"
         )
         return
-    data = labelling_data(report, judged, suggestions, lazy=True)
     yield _audit_progress(report, judged)
     yield """<h2>Label pairs blind</h2>
 <p class="muted">Model names are hidden; which answer is A comes from a hash of the pair. Choose
 with the buttons or <kbd>1</kbd> prefer A, <kbd>2</kbd> tie, <kbd>3</kbd> prefer B;
-<kbd>&larr;</kbd>
-<kbd>&rarr;</kbd> move. The judge's verdict opens once you have chosen. Progress stays in this
-browser (per run); "Copy labels" gives YAML entries for the suite's <code>labels:</code> list or a
-<code>labels_path</code> file.</p>
+<kbd>&larr;</kbd> <kbd>&rarr;</kbd> move, <kbd>n</kbd> next unlabelled, <kbd>d</kbd> show where
+the answers differ, <kbd>c</kbd> copy labels. The judge's verdict opens once you have chosen.
+Progress stays in this browser (per run); "Copy labels" gives YAML entries for the suite's
+<code>labels:</code> list or a <code>labels_path</code> file.</p>
 <section id="labelling" hidden>
 <div class="lab-bar"><label>Order <select id="lab-order"><option value="next">label next first
 </option><option value="audit">label the audit sample</option><option value="suite">suite order
 </option></select></label>
 <button id="lab-prev" type="button">&larr; previous</button>
 <button id="lab-next" type="button">next &rarr;</button>
-<button id="lab-open" type="button">next unlabelled</button>
+<button id="lab-open" type="button">next unlabelled <kbd>n</kbd></button>
+<label><input id="lab-advance" type="checkbox"> advance on choice</label>
+<label><input id="lab-diff" type="checkbox"> show differences <kbd>d</kbd></label>
 <span id="lab-position"></span><span class="grow"></span><span id="lab-progress"></span></div>
 <p><strong id="lab-where"></strong> <span id="lab-tags" class="tags"></span>
 <em id="lab-existing"></em></p>
@@ -452,13 +586,10 @@ browser (per run); "Copy labels" gives YAML entries for the suite's <code>labels
 <input id="lab-note" type="text" placeholder="note (optional)"></div>
 <details id="lab-judge" class="judge"><summary id="lab-judge-summary"></summary>
 <div id="lab-judge-body"></div></details>
-<p><button id="copy-labels" type="button">Copy labels</button> <span id="copy-status"></span></p>
+<p><button id="copy-labels" type="button">Copy labels <kbd>c</kbd></button>
+<span id="copy-status"></span></p>
 <textarea id="labels-yaml" readonly aria-label="labels as YAML"></textarea>
-</section>
-<script type="application/json" id="evalmine-data">"""
-    yield from script_json_pieces(data)
-    yield f"""</script>
-<script>{_asset("page.js")}</script>"""
+</section>"""
 
 
 # charts -----------------------------------------------------------------------------------
@@ -469,8 +600,9 @@ def confusion_svg(matrix: Sequence[Sequence[Any]]) -> str:
     counts = [[_int(v) for v in row] for row in matrix]
     peak = max((v for row in counts for v in row), default=0) or 1
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + 3 * cell_w + 10}" '
-        f'height="{top + 3 * cell_h + 10}" role="img" id="confusion-heatmap">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {left + 3 * cell_w + 10} '
+        f'{top + 3 * cell_h + 10}" role="img" id="confusion-heatmap" class="heatmap" '
+        f'style="max-width:{left + 3 * cell_w + 10}px">'
         "<title>Confusion matrix: rows are your labels, columns the judge</title>"
     ]
     for j, name in enumerate(CATEGORIES):
@@ -501,59 +633,73 @@ def confusion_svg(matrix: Sequence[Sequence[Any]]) -> str:
 
 
 def win_rate_svg(rates: Sequence[dict[str, Any]], title: str, *, with_task: bool) -> str:
-    """One row per win rate: its interval as a bar, the rate as a dot, 50 % dashed."""
-    label_w, plot_w, value_w, row_h, top = 300, 320, 300, 26, 24
-    width = label_w + plot_w + value_w
-    height = top + row_h * max(1, len(rates)) + 10
-
-    def x_of(value: float) -> float:
-        return label_w + plot_w * min(1.0, max(0.0, value))
-
+    """One row per win rate: its interval as a bar, the rate as a dot, 50 % dashed. Each row
+    is a grid of three cells, the name (a link to the cases view filtered to its task and
+    candidate), the plot (an SVG whose ``viewBox`` stretches to the cell's width) and the
+    figures; the names and figures are text, so they stay readable at any width, and on a
+    narrow screen the cells stack."""
+    ticks = "".join(
+        f'<span style="left:{int(tick * 100)}%">{int(tick * 100)}%</span>'
+        for tick in (0, 0.25, 0.5, 0.75, 1)
+    )
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'role="img" class="win-rates"><title>{_e(title)}</title>'
+        f'<div class="win-rates" role="img" aria-label="{_e(title)}">'
+        f'<div class="wr-row wr-axis"><span></span><div class="wr-ticks">{ticks}</div>'
+        "<span></span></div>"
     ]
-    for tick in (0, 0.25, 0.5, 0.75, 1):
-        x = x_of(tick)
-        dash = ' stroke-dasharray="4 3"' if tick == 0.5 else ""
-        parts.append(
-            f'<line x1="{x}" y1="{top - 6}" x2="{x}" y2="{height - 6}" stroke="#9ca3af"{dash}/>'
-            f'<text x="{x}" y="{top - 10}" text-anchor="middle" class="dim">'
-            f"{int(tick * 100)}%</text>"
-        )
     if not rates:
-        parts.append(f'<text x="{label_w}" y="{top + 16}" class="dim">no win rates</text>')
-    for row, rate in enumerate(rates):
-        y = top + row * row_h + row_h / 2
+        parts.append('<p class="muted">no win rates</p>')
+    for rate in rates:
         name = str(rate.get("candidate", "?"))
+        task = rate.get("task") if with_task else None
         if with_task:
             name = f"{rate.get('task') or '?'} ({name})"
         eligible = bool(rate.get("headline_eligible"))
         colour = "#166534" if eligible else "#b45309"
-        parts.append(
-            f'<text x="{label_w - 10}" y="{y + 4}" text-anchor="end">{_e(_clip(name, 44))}</text>'
-        )
         interval = rate.get("interval") or {}
         low, high = _float(interval.get("low")), _float(interval.get("high"))
-        if low is not None and high is not None:
-            parts.append(
-                f'<line x1="{x_of(low):.1f}" y1="{y}" x2="{x_of(high):.1f}" y2="{y}" '
-                f'stroke="{colour}" stroke-width="4" stroke-linecap="round"/>'
-            )
         value = _float(rate.get("win_rate"))
+        plot = [
+            f'<line x1="{tick * PLOT_W:.1f}" y1="0" x2="{tick * PLOT_W:.1f}" y2="{PLOT_H}" '
+            'stroke="#9ca3af" vector-effect="non-scaling-stroke"'
+            + (' stroke-dasharray="4 3"/>' if tick == 0.5 else "/>")
+            for tick in (0, 0.25, 0.5, 0.75, 1)
+        ]
+        if low is not None and high is not None:
+            plot.append(
+                f'<line x1="{_x(low)}" y1="{PLOT_H / 2}" x2="{_x(high)}" y2="{PLOT_H / 2}" '
+                f'stroke="{colour}" stroke-width="4" stroke-linecap="round" '
+                'vector-effect="non-scaling-stroke"/>'
+            )
         if value is not None:
-            parts.append(
-                f'<circle cx="{x_of(value):.1f}" cy="{y}" r="6" fill="{colour}" '
-                'stroke="#fff" stroke-width="1.5"/>'
+            # A zero-length line with a round cap: a dot that stays round when the plot
+            # stretches (its stroke does not scale).
+            plot.append(
+                f'<line class="wr-dot" x1="{_x(value)}" y1="{PLOT_H / 2}" x2="{_x(value)}" '
+                f'y2="{PLOT_H / 2}" stroke="{colour}" stroke-width="12" stroke-linecap="round" '
+                'vector-effect="non-scaling-stroke"/>'
             )
         text = f"{_pct(value)} n={_int(rate.get('n'))}"
         if low is not None and high is not None:
             text = f"{_pct(value)} [{_pct(low)}, {_pct(high)}] n={_int(rate.get('n'))}"
         if not eligible:
             text += f" {DAGGER} UNCALIBRATED"
-        parts.append(f'<text x="{label_w + plot_w + 10}" y="{y + 4}">{_e(text)}</text>')
-    parts.append("</svg>")
+        href = _cases_href(task=task, model=str(rate.get("candidate") or ""))
+        parts.append(
+            f'<div class="wr-row"><a class="wr-name" href="{href}">{_e(name)}</a>'
+            f'<svg xmlns="http://www.w3.org/2000/svg" class="wr-plot" viewBox="0 0 {PLOT_W} '
+            f'{PLOT_H}" preserveAspectRatio="none" role="presentation">{"".join(plot)}</svg>'
+            f'<span class="wr-value">{_e(text)}</span></div>'
+        )
+    parts.append("</div>")
     return "".join(parts)
+
+
+PLOT_W, PLOT_H = 320, 26
+
+
+def _x(value: float) -> str:
+    return f"{PLOT_W * min(1.0, max(0.0, value)):.1f}"
 
 
 # helpers ----------------------------------------------------------------------------------
@@ -612,10 +758,33 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def _table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], *, task_links: bool = False
+) -> str:
+    """A table in its own scrolling box (a wide table never widens the page). ``task_links``:
+    the first cell is a task id, linked to the cases view filtered to it."""
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td><a href="{_cases_href(task=c)}">{_e(c)}</a></td>'
+            if task_links and i == 0
+            else f"<td>{_e(c)}</td>"
+            for i, c in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return (
+        f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
+        "</table></div>"
+    )
+
+
+def _cases_href(**filters: str | None) -> str:
+    """A link to the cases view with filters: ``#cases?task=triage&model=fake%2Fbeta``."""
+    query = urlencode({key: value for key, value in filters.items() if value})
+    return _e(f"#cases?{query}" if query else "#cases")
 
 
 def _float(value: Any) -> float | None:

@@ -2,15 +2,14 @@
  * a form value, never through innerHTML. Progress is kept in localStorage per run id. */
 (function () {
   "use strict";
-  var source = document.getElementById("evalmine-data");
+  var shared = window.evalmine;
   var root = document.getElementById("labelling");
-  if (!source || !root) return;
-  var data = JSON.parse(source.textContent);
+  if (!shared.data || !root) return;
+  var data = shared.data;
   var pairs = data.pairs;
   if (!pairs.length) return;
   var storeKey = "evalmine-labels:" + data.run_id;
-  var saved = {};
-  try { saved = JSON.parse(window.localStorage.getItem(storeKey) || "{}") || {}; } catch (e) { saved = {}; }
+  var saved = shared.load(storeKey, {});
   var suiteOrder = pairs.map(function (_, i) { return i; });
   var order = data.next_order.length ? data.next_order : suiteOrder;
   var pos = 0;
@@ -18,9 +17,7 @@
   function el(id) { return document.getElementById(id); }
   function text(id, value) { el(id).textContent = value; }
   function chosen(p) { var s = saved[p.id]; return s && s.choice ? s.choice : null; }
-  function persist() {
-    try { window.localStorage.setItem(storeKey, JSON.stringify(saved)); } catch (e) { /* private mode */ }
-  }
+  function persist() { shared.store(storeKey, saved); }
   function countChosen() {
     var n = 0;
     for (var i = 0; i < pairs.length; i++) { if (chosen(pairs[i])) n++; }
@@ -40,20 +37,31 @@
     });
   }
 
+  // An entry names the cases view's rows when they hold the same answer or prompt.
+  function side(s) { return s.item === undefined ? s : data.items[s.item]; }
+  function promptOf(p) { return p.case_row === undefined ? p.prompt : data.case_list[p.case_row].prompt; }
+
   function show() {
     var p = pairs[order[pos]];
     var choice = chosen(p);
+    var a = side(p.A), b = side(p.B);
     text("lab-position", "pair " + (pos + 1) + " of " + order.length);
     text("lab-progress", labelledHere + " chosen here" + (data.already_labelled ? ", " + data.already_labelled + " already labelled in the suite" : ""));
     text("lab-where", p.task + " / " + p.case);
     var tags = el("lab-tags");
     tags.textContent = "";
     p.tags.forEach(function (t) { var s = document.createElement("span"); s.textContent = t; tags.appendChild(s); });
-    text("lab-prompt", p.prompt);
-    text("lab-a", p.A.text);
-    text("lab-b", p.B.text);
-    fillChecks("lab-a-checks", p.A.checks);
-    fillChecks("lab-b-checks", p.B.checks);
+    text("lab-prompt", promptOf(p));
+    if (el("lab-diff").checked) {
+      var parts = shared.diff(a.text, b.text);
+      shared.render(el("lab-a"), parts.a, "diff-del");
+      shared.render(el("lab-b"), parts.b, "diff-ins");
+    } else {
+      text("lab-a", a.text);
+      text("lab-b", b.text);
+    }
+    fillChecks("lab-a-checks", a.checks);
+    fillChecks("lab-b-checks", b.checks);
     text("lab-existing", p.labelled ? "Your label in the suite: " + (p.labelled === "tie" ? "tie" : "prefer " + p.labelled) : "");
     ["A", "tie", "B"].forEach(function (c) { el("choose-" + c).setAttribute("aria-pressed", String(choice === c)); });
     var note = el("lab-note");
@@ -80,16 +88,22 @@
     if (!chosen(p)) labelledHere++;
     saved[p.id] = { choice: c, note: el("lab-note").value };
     persist();
+    // "advance on choice": straight on to the next unlabelled pair (the judge's verdict
+    // of the one just chosen is then a "previous" away)
+    if (el("lab-advance").checked && nextOpen()) return;
     show();
   }
   function move(step) { pos = Math.min(order.length - 1, Math.max(0, pos + step)); show(); }
   function nextOpen() {
     for (var k = 1; k <= order.length; k++) {
       var i = (pos + k) % order.length;
-      if (!chosen(pairs[order[i]])) { pos = i; show(); return; }
+      if (!chosen(pairs[order[i]])) { pos = i; show(); return true; }
     }
+    return false;
   }
 
+  // The lines for the suite, and what they are: new entries, and comments for pairs the
+  // suite labels already (a second label of a pair is a load error: edit that entry).
   function labelsYaml() {
     var lines = [];
     var comments = [];
@@ -101,22 +115,30 @@
       if (p.labelled) comments.push("  # already in the suite, edit that entry: " + entry);
       else lines.push("  - " + entry);
     });
-    var head = data.labels_key ? [] : ["labels:"];
-    return head.concat(lines, comments).join("\n") + "\n";
+    var where = data.suite_file || "the suite file";
+    var head = ["# " + lines.length + " label(s) from run " + data.run_id + ": paste " +
+      (data.labels_key ? "at the end of the labels: list of " : "at the end of ") + where +
+      " (or into its labels_path file)"];
+    if (!data.labels_key) head.push("labels:");
+    return { text: head.concat(lines, comments).join("\n") + "\n", entries: lines.length, comments: comments.length, where: where };
   }
   function copyLabels() {
     var yaml = labelsYaml();
     var area = el("labels-yaml");
-    area.value = yaml;
-    window.evalmineLabelsYaml = yaml;
-    var count = yaml.split("\n").filter(function (l) { return l.indexOf("  - {") === 0; }).length;
-    text("copy-status", count + " labels below");
+    area.value = yaml.text;
+    window.evalmineLabelsYaml = yaml.text;
+    var counted = plural(yaml.entries, "new entry", "new entries") + " and " +
+      plural(yaml.comments, "comment", "comments") + " (pairs the suite labels already: edit those entries)";
+    var goes = "; paste under labels: in " + yaml.where;
+    text("copy-status", counted + " below" + goes);
     if (navigator.clipboard && navigator.clipboard.writeText) {
-      navigator.clipboard.writeText(yaml).then(function () {
-        text("copy-status", count + " labels copied to the clipboard (and below)");
+      navigator.clipboard.writeText(yaml.text).then(function () {
+        text("copy-status", counted + " copied to the clipboard (and below)" + goes);
       }, function () { /* no clipboard (file:// or headless): the text area has it */ });
     }
   }
+  function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
+  function toggleDiff() { el("lab-diff").checked = !el("lab-diff").checked; show(); }
 
   el("choose-A").addEventListener("click", function () { choose("A"); });
   el("choose-tie").addEventListener("click", function () { choose("tie"); });
@@ -125,6 +147,10 @@
   el("lab-next").addEventListener("click", function () { move(1); });
   el("lab-open").addEventListener("click", nextOpen);
   el("copy-labels").addEventListener("click", copyLabels);
+  el("lab-diff").addEventListener("change", show);
+  var advance = el("lab-advance");
+  advance.checked = shared.load("evalmine-advance", false) === true;
+  advance.addEventListener("change", function () { shared.store("evalmine-advance", advance.checked); });
   el("lab-order").addEventListener("change", function (e) {
     var next = data.next_order.length ? data.next_order : suiteOrder;
     // the audit sample in its own random order: a prefix of it is still a random sample
@@ -138,10 +164,10 @@
     if (saved[p.id]) { saved[p.id].note = e.target.value; persist(); }
   });
   document.addEventListener("keydown", function (e) {
-    var tag = (e.target && e.target.tagName) || "";
-    if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || e.ctrlKey || e.metaKey || e.altKey) return;
+    if (shared.typing(e)) return;
     var action = { "1": function () { choose("A"); }, "2": function () { choose("tie"); }, "3": function () { choose("B"); },
-      "ArrowRight": function () { move(1); }, "ArrowLeft": function () { move(-1); } }[e.key];
+      "ArrowRight": function () { move(1); }, "ArrowLeft": function () { move(-1); },
+      "n": nextOpen, "c": copyLabels, "d": toggleDiff }[e.key];
     if (action) { e.preventDefault(); action(); }
   });
   root.hidden = false;

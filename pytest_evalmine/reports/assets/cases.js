@@ -1,0 +1,326 @@
+/* report.html: the cases view (every answer as a row: filters, search, sort, a page of rows
+ * at a time, a row opens its case) and the criterion labelling of the binary judges. The
+ * view's state lives in the address's hash (#cases?task=...&sort=...), so a link opens it
+ * filtered and a reload keeps it. */
+(function () {
+  "use strict";
+  var shared = window.evalmine;
+  var root = document.getElementById("cases");
+  if (!shared.data || !root) return;
+  var data = shared.data;
+  var items = data.items, cases = data.case_list;
+  var PAGE = 100;
+  var FILTERS = ["task", "model", "outcome", "flagged", "flip", "failed", "q"];
+  var state = {};
+  var shown = [];
+  var itemHay = new Array(items.length), caseHay = new Array(cases.length);
+  var byCase = cases.map(function () { return []; });
+  items.forEach(function (it, i) { byCase[it.case].push(i); });
+
+  function el(id) { return document.getElementById(id); }
+  function failedChecks(it) { var n = 0; for (var k = 0; k < it.checks.length; k++) if (!it.checks[k].passed) n++; return n; }
+  function checksText(it) { return it.checks.length ? (it.checks.length - failedChecks(it)) + "/" + it.checks.length : "-"; }
+  function num(v, digits) { return v === null || v === undefined ? "-" : v.toFixed(digits); }
+
+  function fillSelect(id, values) {
+    var select = el(id);
+    values.forEach(function (v) { var o = document.createElement("option"); o.value = v; o.textContent = v; select.appendChild(o); });
+  }
+  function distinct(get) {
+    var seen = {}, out = [];
+    items.forEach(function (it) { var v = get(it); if (v !== "" && !seen.hasOwnProperty(v)) { seen[v] = 1; out.push(v); } });
+    return out;
+  }
+  fillSelect("f-task", distinct(function (it) { return cases[it.case].task; }));
+  fillSelect("f-model", distinct(function (it) { return it.model; }));
+  fillSelect("f-outcome", distinct(function (it) { return it.outcome; }));
+
+  var SORT_KEYS = {
+    task: function (it) { return cases[it.case].task; },
+    "case": function (it) { return cases[it.case]["case"]; },
+    model: function (it) { return it.model; },
+    outcome: function (it) { return it.outcome; },
+    checks: function (it) { return it.checks.length ? (it.checks.length - failedChecks(it)) / it.checks.length : null; },
+    score: function (it) { return it.score; },
+    cost: function (it) { return it.cost; },
+    latency: function (it) { return it.latency; },
+    judge: function (it) { return it.judge || null; },
+    flip: function (it) { return it.flip ? 1 : 0; },
+    label: function (it) { return it.label || null; }
+  };
+
+  function matches(it, i, q) {
+    if (state.task && cases[it.case].task !== state.task) return false;
+    if (state.model && it.model !== state.model) return false;
+    if (state.outcome && it.outcome !== state.outcome) return false;
+    if (state.flagged && !it.flagged) return false;
+    if (state.flip && !it.flip) return false;
+    if (state.failed && !failedChecks(it)) return false;
+    if (q) {
+      if (itemHay[i] === undefined) itemHay[i] = it.text.toLowerCase();
+      if (itemHay[i].indexOf(q) < 0) {
+        if (caseHay[it.case] === undefined) caseHay[it.case] = cases[it.case].prompt.toLowerCase();
+        if (caseHay[it.case].indexOf(q) < 0) return false;
+      }
+    }
+    return true;
+  }
+
+  function apply() {
+    var q = (state.q || "").toLowerCase();
+    shown = [];
+    for (var i = 0; i < items.length; i++) if (matches(items[i], i, q)) shown.push(i);
+    if (state.sort && SORT_KEYS[state.sort]) {
+      var key = SORT_KEYS[state.sort], dir = state.dir === "desc" ? -1 : 1;
+      var keys = {};
+      shown.forEach(function (i) { keys[i] = key(items[i]); });
+      shown.sort(function (a, b) {
+        var x = keys[a], y = keys[b];
+        if (x === y) return a - b;
+        if (x === null || x === undefined) return 1;  // blanks last either way
+        if (y === null || y === undefined) return -1;
+        return (x < y ? -1 : 1) * dir;
+      });
+    }
+    var pages = Math.max(1, Math.ceil(shown.length / PAGE));
+    state.page = Math.min(Math.max(0, state.page || 0), pages - 1);
+    renderRows(pages);
+  }
+
+  function cell(tr, value, cls) {
+    var td = document.createElement("td");
+    td.textContent = value;
+    if (cls) td.className = cls;
+    tr.appendChild(td);
+  }
+  function renderRows(pages) {
+    var body = el("cases-body");
+    body.textContent = "";
+    var from = state.page * PAGE;
+    shown.slice(from, from + PAGE).forEach(function (i) {
+      var it = items[i], c = cases[it.case];
+      var tr = document.createElement("tr");
+      tr.setAttribute("data-item", String(i));
+      cell(tr, c.task); cell(tr, c["case"]); cell(tr, it.model); cell(tr, it.outcome);
+      cell(tr, checksText(it), failedChecks(it) ? "num flag" : "num");
+      cell(tr, num(it.score, 2), "num"); cell(tr, it.cost === null ? "-" : "$" + it.cost.toFixed(4), "num");
+      cell(tr, it.latency === null ? "-" : Math.round(it.latency * 1000) + " ms", "num");
+      cell(tr, it.judge); cell(tr, it.flip ? "flip" : ""); cell(tr, it.label);
+      body.appendChild(tr);
+    });
+    el("cases-count").textContent = shown.length + " of " + items.length + " answers";
+    el("cases-page").textContent = "page " + (state.page + 1) + " of " + pages;
+    el("cases-prev").disabled = state.page === 0;
+    el("cases-next").disabled = state.page >= pages - 1;
+    var heads = root.querySelectorAll("th[data-sort]");
+    for (var k = 0; k < heads.length; k++) {
+      var name = heads[k].getAttribute("data-sort");
+      if (name === state.sort) heads[k].setAttribute("aria-sort", state.dir === "desc" ? "descending" : "ascending");
+      else heads[k].removeAttribute("aria-sort");
+    }
+  }
+
+  function checksList(checks) {
+    var list = document.createElement("ul");
+    list.className = "checks";
+    if (!checks.length) { var none = document.createElement("li"); none.textContent = "no checks"; list.appendChild(none); }
+    checks.forEach(function (c) {
+      var li = document.createElement("li");
+      li.className = c.passed ? "pass" : "fail";
+      li.textContent = (c.passed ? "\u2713 " : "\u2717 ") + c.name + (c.message ? ": " + c.message : "");
+      list.appendChild(li);
+    });
+    return list;
+  }
+  function add(parent, tag, value, cls) {
+    var node = document.createElement(tag);
+    node.textContent = value;
+    if (cls) node.className = cls;
+    parent.appendChild(node);
+    return node;
+  }
+  function openCase(ci) {
+    var c = cases[ci];
+    if (!c) return;
+    state.open = ci;
+    el("case-detail").hidden = false;
+    el("case-title").textContent = c.task + " / " + c["case"];
+    el("case-prompt").textContent = c.prompt || "(the run's files hold no rendered prompt for this case)";
+    var answers = el("case-answers");
+    answers.textContent = "";
+    var own = byCase[ci];
+    var baseline = own.length ? items[own[0]] : null;  // the answers' order: baseline first
+    own.forEach(function (i, k) {
+      var it = items[i];
+      var box = document.createElement("div");
+      box.className = "case-answer";
+      add(box, "h4", it.model + ": " + it.outcome + (it.score === null ? "" : ", score " + it.score.toFixed(2)));
+      box.appendChild(checksList(it.checks));
+      var textBox = add(box, "div", "", "answer-text");
+      if (el("case-diff").checked && k > 0 && baseline) {
+        shared.render(textBox, shared.diff(baseline.text, it.text).b, "diff-ins");
+      } else if (el("case-diff").checked && k === 0 && own.length > 1) {
+        shared.render(textBox, shared.diff(it.text, items[own[1]].text).a, "diff-del");
+      } else {
+        textBox.textContent = it.text;
+      }
+      answers.appendChild(box);
+    });
+    var judge = el("case-judge");
+    judge.textContent = "";
+    c.judge.forEach(function (j) {
+      add(judge, "h4", "Judge: " + j.candidate + " vs " + j.baseline + ": " +
+        (j.excluded ? "not judged (" + j.excluded + ")" : j.outcome) + (j.flip ? ", flip" : "") +
+        (j.label ? "; your label: " + j.label : ""));
+      j.passes.forEach(function (p, k) {
+        add(judge, "p", "Pass " + (k + 1) + ", " + p.first + " shown first: " +
+          (p.winner === "tie" ? "tie" : p.winner === "none" ? "no verdict" : p.winner + " better") +
+          (p.reason ? ". " + p.reason : ""));
+      });
+    });
+    writeHash();
+  }
+
+  function fromHash() {
+    var hash = window.location.hash || "";
+    if (hash.indexOf("#cases") !== 0) return false;
+    var query = hash.indexOf("?") >= 0 ? hash.slice(hash.indexOf("?") + 1) : "";
+    var params = new URLSearchParams(query);
+    state = { sort: params.get("sort") || "", dir: params.get("dir") || "asc", page: parseInt(params.get("page") || "0", 10) || 0 };
+    FILTERS.forEach(function (f) { var v = params.get(f); if (v) state[f] = v; });
+    el("f-task").value = state.task || ""; el("f-model").value = state.model || ""; el("f-outcome").value = state.outcome || "";
+    el("f-flagged").checked = !!state.flagged; el("f-flip").checked = !!state.flip; el("f-failed").checked = !!state.failed;
+    el("f-search").value = state.q || "";
+    return params.get("open");
+  }
+  function writeHash() {
+    var params = new URLSearchParams();
+    FILTERS.forEach(function (f) { if (state[f]) params.set(f, state[f]); });
+    if (state.sort) { params.set("sort", state.sort); params.set("dir", state.dir || "asc"); }
+    if (state.page) params.set("page", String(state.page));
+    if (state.open !== undefined && state.open !== null) params.set("open", String(state.open));
+    var query = params.toString();
+    history.replaceState(null, "", "#cases" + (query ? "?" + query : ""));
+  }
+  function fromControls() {
+    state.task = el("f-task").value; state.model = el("f-model").value; state.outcome = el("f-outcome").value;
+    state.flagged = el("f-flagged").checked ? "1" : ""; state.flip = el("f-flip").checked ? "1" : "";
+    state.failed = el("f-failed").checked ? "1" : ""; state.q = el("f-search").value;
+    state.page = 0;
+    apply();
+    writeHash();
+  }
+  function follow() {
+    var open = fromHash();
+    apply();
+    if (open !== false && open !== null && open !== undefined && open !== "") openCase(parseInt(open, 10));
+    if (open !== false) root.scrollIntoView();
+  }
+
+  ["f-task", "f-model", "f-outcome", "f-flagged", "f-flip", "f-failed"].forEach(function (id) {
+    el(id).addEventListener("change", fromControls);
+  });
+  el("f-search").addEventListener("input", fromControls);
+  el("cases-prev").addEventListener("click", function () { state.page--; apply(); writeHash(); });
+  el("cases-next").addEventListener("click", function () { state.page++; apply(); writeHash(); });
+  el("case-diff").addEventListener("change", function () { openCase(state.open); });
+  el("case-close").addEventListener("click", function () { el("case-detail").hidden = true; state.open = null; writeHash(); });
+  root.querySelector("thead").addEventListener("click", function (e) {
+    var name = e.target.getAttribute && e.target.getAttribute("data-sort");
+    if (!name) return;
+    state.dir = state.sort === name && state.dir !== "desc" ? "desc" : "asc";
+    state.sort = name;
+    state.page = 0;
+    apply();
+    writeHash();
+  });
+  el("cases-body").addEventListener("click", function (e) {
+    var row = e.target.closest ? e.target.closest("tr") : null;
+    if (!row) return;
+    openCase(items[parseInt(row.getAttribute("data-item"), 10)].case);
+    el("case-detail").scrollIntoView();
+  });
+  window.addEventListener("hashchange", follow);
+  follow();
+  window.evalmineCases = { shown: function () { return shown.slice(); }, apply: apply };
+})();
+
+/* Criterion labelling: one answer and one criterion at a time, PASS or FAIL, the judge's
+ * verdict shown once chosen; choices kept in localStorage per run id. */
+(function () {
+  "use strict";
+  var shared = window.evalmine;
+  var root = document.getElementById("criterion-labelling");
+  if (!shared.data || !root || !shared.data.criterion_items.length) return;
+  var data = shared.data;
+  var items = data.criterion_items;
+  var storeKey = "evalmine-criteria:" + data.run_id;
+  var saved = shared.load(storeKey, {});
+  var pos = 0;
+  function el(id) { return document.getElementById(id); }
+  function id(it) { return it.fields; }
+  function countChosen() { var n = 0; items.forEach(function (it) { if (saved[id(it)]) n++; }); return n; }
+
+  function show() {
+    var it = items[pos], choice = saved[id(it)] ? saved[id(it)].label : null;
+    el("crit-position").textContent = "answer " + (pos + 1) + " of " + items.length;
+    el("crit-progress").textContent = countChosen() + " chosen here";
+    el("crit-where").textContent = it.task + " / " + it["case"];
+    el("crit-name").textContent = it.criterion;
+    el("crit-text").textContent = it.text;
+    el("crit-prompt").textContent = it.prompt || "(no rendered prompt stored for this case)";
+    el("crit-answer").textContent = it.answer;
+    ["PASS", "FAIL"].forEach(function (c) { el("crit-" + c).setAttribute("aria-pressed", String(choice === c)); });
+    el("crit-note").value = (saved[id(it)] && saved[id(it)].note) || "";
+    var body = el("crit-judge-body");
+    body.textContent = "";
+    if (choice) {
+      el("crit-judge-summary").textContent = "Judge verdict: " + it.judge.label;
+      var line = document.createElement("p");
+      line.textContent = it.judge.critique;
+      body.appendChild(line);
+      el("crit-judge").open = true;
+    } else {
+      el("crit-judge-summary").textContent = "Judge verdict (shown once you have chosen)";
+      el("crit-judge").open = false;
+    }
+  }
+  function choose(label) {
+    saved[id(items[pos])] = { label: label, note: el("crit-note").value };
+    shared.store(storeKey, saved);
+    show();
+  }
+  function move(step) { pos = Math.min(items.length - 1, Math.max(0, pos + step)); show(); }
+  function copy() {
+    var lines = [];
+    items.forEach(function (it) {
+      var s = saved[id(it)];
+      if (s) lines.push("  - {" + it.fields + ", label: " + s.label + (s.note ? ", note: " + JSON.stringify(s.note) : "") + "}");
+    });
+    var where = data.suite_file || "the suite file";
+    var head = ["# " + lines.length + " criterion label(s) from run " + data.run_id + ": paste " +
+      (data.labels_key ? "at the end of the labels: list of " : "at the end of ") + where +
+      " (or into its labels_path file)"];
+    if (!data.labels_key) head.push("labels:");
+    var text = head.concat(lines).join("\n") + "\n";
+    el("crit-yaml").value = text;
+    window.evalmineCriterionYaml = text;
+    el("crit-status").textContent = lines.length + " criterion label entries below; paste under labels: in " + where;
+  }
+  el("crit-PASS").addEventListener("click", function () { choose("PASS"); });
+  el("crit-FAIL").addEventListener("click", function () { choose("FAIL"); });
+  el("crit-prev").addEventListener("click", function () { move(-1); });
+  el("crit-next").addEventListener("click", function () { move(1); });
+  el("crit-copy").addEventListener("click", copy);
+  el("crit-note").addEventListener("input", function (e) {
+    var s = saved[id(items[pos])];
+    if (s) { s.note = e.target.value; shared.store(storeKey, saved); }
+  });
+  document.addEventListener("keydown", function (e) {
+    if (shared.typing(e)) return;
+    if (e.key === "p") { e.preventDefault(); choose("PASS"); }
+    else if (e.key === "f") { e.preventDefault(); choose("FAIL"); }
+  });
+  root.hidden = false;
+  show();
+})();

@@ -1,0 +1,218 @@
+"""The data of report.html's cases view and criterion labelling (spec: "report.html"): every
+answer of the run as one row, the cases' prompts once each, the judge's passes per case, and
+the binary judges' verdicts to label PASS/FAIL. Pure functions over the records as the run's
+files hold them (dicts), so a stored run renders the same as a live one.
+
+Rows are built one at a time (generators): with 10,000 cases x 2 models the page's data is
+written piece by piece, never held whole.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..run.records import with_repeat
+from .labelling import Suggestion
+
+CASE_SEPARATOR = "\x1f"
+
+
+def case_key(task: str, case: str) -> str:
+    return f"{task}{CASE_SEPARATOR}{case}"
+
+
+@dataclass(frozen=True)
+class SharedRows:
+    """Where the cases view's data holds each answer (its row in ``items``) and each case's
+    prompt (its row in ``case_list``), so a labelling entry names them instead of carrying a
+    second copy: with 10,000 pairs the copies were a third of the page."""
+
+    answers: dict[tuple[str, str, str], tuple[int, dict[str, Any]]]  # repeat 0's rows
+    cases: list[dict[str, Any]]
+    case_index: dict[str, int]
+
+    @classmethod
+    def of(
+        cls,
+        records: Sequence[dict[str, Any]],
+        cases: list[dict[str, Any]],
+        case_index: dict[str, int],
+    ) -> SharedRows:
+        answers = {
+            (r["task"], r["case"], r["model"]): (row, r)
+            for row, r in enumerate(records)
+            if not r.get("repeat")
+        }
+        return cls(answers, cases, case_index)
+
+    def answer_row(
+        self, task: str, case: str, model: str, text: str, checks: list[dict[str, Any]]
+    ) -> int | None:
+        """The row of this answer when it shows ``text`` and ``checks``, else None (then the
+        entry keeps its own copy)."""
+        found = self.answers.get((task, case, model))
+        if found is None:
+            return None
+        row, record = found
+        shown = record.get("text") or record.get("error") or ""
+        return row if shown == text and check_rows(record.get("checks")) == checks else None
+
+    def case_row(self, task: str, case: str, prompt: str) -> int | None:
+        row = self.case_index.get(case_key(task, case))
+        return row if row is not None and self.cases[row]["prompt"] == prompt else None
+
+
+def case_list(
+    records: Sequence[dict[str, Any]],
+    pairs: Sequence[dict[str, Any]],
+    verdicts: Sequence[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Each task x case once, in the answers' order, with its rendered prompt (from the
+    judge's pairs or the binary judges' verdicts, which carry it; empty when neither ran) and
+    the judge's verdicts on it, model names shown: the cases view is not blind. Returns the
+    list and the index of each case by ``case_key``."""
+    index: dict[str, int] = {}
+    cases: list[dict[str, Any]] = []
+
+    def entry(task: str, case: str) -> dict[str, Any]:
+        key = case_key(task, case)
+        if key not in index:
+            index[key] = len(cases)
+            cases.append({"task": task, "case": case, "prompt": "", "judge": []})
+        return cases[index[key]]
+
+    for record in records:
+        entry(record["task"], record["case"])
+    for verdict in verdicts:
+        found = entry(verdict["task"], verdict["case"])
+        if not found["prompt"] and verdict.get("prompt"):
+            found["prompt"] = verdict["prompt"]
+    for pair in pairs:
+        found = entry(pair["task"], pair["case"])
+        if pair.get("prompt"):
+            found["prompt"] = pair["prompt"]
+        found["judge"].append(_judge_entry(pair))
+    return cases, index
+
+
+def _judge_entry(pair: dict[str, Any]) -> dict[str, Any]:
+    """One pair's verdict for the case view: both passes, each with which model it showed
+    first, which it preferred and why."""
+    passes = []
+    for judge_pass in pair.get("passes") or []:
+        first, second = (
+            (pair["baseline"], pair["candidate"])
+            if judge_pass.get("order") == "baseline_first"
+            else (pair["candidate"], pair["baseline"])
+        )
+        slot = judge_pass.get("winner_slot")
+        passes.append(
+            {
+                "first": first,
+                "winner": {"1": first, "2": second, "tie": "tie"}.get(slot or "", "none"),
+                "reason": judge_pass.get("reason") or judge_pass.get("error") or "",
+            }
+        )
+    return {
+        "baseline": pair["baseline"],
+        "candidate": pair["candidate"],
+        "excluded": pair.get("excluded"),
+        "outcome": pair.get("outcome") or "",
+        "category": pair.get("category"),
+        "flip": bool(pair.get("flip")),
+        "label": pair.get("label"),
+        "passes": passes,
+    }
+
+
+def case_items(
+    records: Sequence[dict[str, Any]],
+    pairs: Sequence[dict[str, Any]],
+    index: dict[str, int],
+    suggestions: Sequence[Suggestion],
+) -> Iterator[dict[str, Any]]:
+    """One row per answer: what the table shows and filters on. A candidate's row carries its
+    pair's verdict (``win``, ``loss``, ``tie``, ``soft_win``, ``soft_loss``, ``flip``, or the
+    exclusion), flip and human label; the baseline's rows carry none (its pairs are shown
+    on each candidate's row). ``flagged``: the pair is in "Label next"."""
+    by_pair = {(p["task"], p["case"], p["candidate"]): p for p in pairs}
+    flagged = {(s.task, s.case, s.candidate) for s in suggestions}
+    for record in records:
+        key = (record["task"], record["case"], record["model"])
+        pair = by_pair.get(key) if not record.get("repeat") else None
+        yield {
+            "case": index[case_key(record["task"], record["case"])],
+            "model": with_repeat(record["model"], record.get("repeat") or 0),
+            "outcome": record.get("outcome") or "",
+            "checks": check_rows(record.get("checks")),
+            "score": _number(record.get("score")),
+            "cost": _number(record.get("cost_usd")),
+            "latency": _number(record.get("latency_s")),
+            "text": record.get("text") or record.get("error") or "",
+            "judge": (pair.get("excluded") or pair.get("outcome") or "") if pair else "",
+            "flip": bool(pair and pair.get("flip")),
+            "label": (pair.get("label") or "") if pair else "",
+            "flagged": key in flagged,
+        }
+
+
+def criterion_items(
+    verdicts: Sequence[dict[str, Any]],
+    records: Sequence[dict[str, Any]],
+    criterion_texts: dict[str, dict[str, str]],
+) -> Iterator[dict[str, Any]]:
+    """The binary judges' usable verdicts (PASS or FAIL) for the criterion labelling panel,
+    in the run's order: the answer, its prompt, the criterion's text, the judge's verdict
+    (shown once the person has chosen) and the label line's fields."""
+    texts = {
+        (r["task"], r["case"], r["model"]): r.get("text") or ""
+        for r in records
+        if not r.get("repeat")
+    }
+    for verdict in verdicts:
+        if verdict.get("label") not in ("PASS", "FAIL"):
+            continue
+        task, case, model, name = (
+            verdict["task"],
+            verdict["case"],
+            verdict["model"],
+            verdict["criterion"],
+        )
+        yield {
+            "task": task,
+            "case": case,
+            "criterion": name,
+            "text": (criterion_texts.get(task) or {}).get(name, ""),
+            "prompt": verdict.get("prompt") or "",
+            "answer": texts.get((task, case, model), ""),
+            "judge": {"label": verdict["label"], "critique": verdict.get("critique") or ""},
+            "fields": criterion_label_fields(task, case, model, name),
+        }
+
+
+def criterion_label_fields(task: str, case: str, model: str, criterion: str) -> str:
+    """A criterion label's naming fields as YAML flow-mapping text (JSON strings, which YAML
+    reads unchanged), as the suite loader reads them."""
+    values = {"task": task, "case": case, "model": model, "criterion": criterion}
+    return ", ".join(
+        f"{key}: {json.dumps(value, ensure_ascii=False)}" for key, value in values.items()
+    )
+
+
+def check_rows(checks: Any) -> list[dict[str, Any]]:
+    """An answer's checks as the page shows them: name, passed, the reason."""
+    return [
+        {
+            "name": str(c.get("name", "")),
+            "passed": bool(c.get("passed")),
+            "message": str(c.get("message") or ""),
+        }
+        for c in checks or []
+    ]
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
