@@ -226,8 +226,14 @@ def test_hostile_answers_stay_text_in_the_browser(page: Any, tmp_path: Path) -> 
     hostile = HOSTILE + '<img src=x onerror="window.pwned=1">'
     pair = pair_doc(prompt=hostile, baseline_text=hostile, candidate_text=hostile)
     pair["passes"][0]["reason"] = hostile
+    answers = [
+        answer_doc("c1", "fake/alpha", hostile, task=hostile),
+        answer_doc("c1", hostile, hostile, task=hostile, passed=False),
+    ]
+    answers[1]["checks"][0]["message"] = hostile
+    pair.update(task=hostile, candidate=hostile)
     target = tmp_path / "report.html"
-    target.write_text(render_html(report_doc(False, candidate=hostile), [pair]), "utf-8")
+    target.write_text(render_html(report_doc(False, candidate=hostile), [pair], answers), "utf-8")
     open_file(page, target)
     by_id(page, "choose-A").click()  # reveals the judge's reason too
     assert page.execute_script("return window.pwned === undefined")
@@ -235,6 +241,25 @@ def test_hostile_answers_stay_text_in_the_browser(page: Any, tmp_path: Path) -> 
     for element_id in ("lab-prompt", "lab-a", "lab-b"):
         assert by_id(page, element_id).get_attribute("textContent") == hostile
     assert hostile in by_id(page, "lab-judge-body").get_attribute("textContent")
+    by_id(page, "lab-diff").click()  # the diff's spans hold text too
+    assert by_id(page, "lab-a").get_attribute("textContent") == hostile
+    # The cases view: the table, the filters' options, the case with its checks and passes.
+    assert (
+        page.execute_script("return document.querySelectorAll('#cases b, #cases img').length") == 0
+    )
+    assert hostile in by_id(page, "cases-body").get_attribute("textContent")
+    assert hostile in [
+        o.get_attribute("value") for o in page.find_elements("css selector", "#f-model option")
+    ]
+    page.find_element("css selector", "#cases-body tr").click()
+    by_id(page, "case-diff").click()
+    assert by_id(page, "case-prompt").get_attribute("textContent") == hostile
+    detail = by_id(page, "case-detail").get_attribute("textContent")
+    assert detail.count(hostile) >= 4  # title, both answers, the check's message, the reason
+    assert (
+        page.execute_script("return document.querySelectorAll('#cases b, #cases img').length") == 0
+    )
+    assert page.execute_script("return window.pwned === undefined")
     assert page.execute_script("return document.scripts.length") == 2
     assert "UNCALIBRATED" in by_id(page, "verdict").text
 
@@ -597,7 +622,7 @@ def test_criterion_labels_from_the_page_load_into_the_suite_and_calibrate_the_ju
     by_id(page, "crit-copy").click()
     copied = by_id(page, "crit-yaml").get_attribute("value")
     assert copied.startswith("# 3 criterion label(s) from run ")
-    assert by_id(page, "crit-status").text.startswith("3 criterion label entries below")
+    assert by_id(page, "crit-status").text.startswith("3 new entries and 0 comments")
     entries = yaml.safe_load(copied)["labels"]
     assert [(f"{e['task']} / {e['case']}", e["criterion"], e["label"]) for e in entries] == chosen
     assert [e.get("note") for e in entries] == [None, "too curt", None]
@@ -615,6 +640,26 @@ def test_criterion_labels_from_the_page_load_into_the_suite_and_calibrate_the_ju
     rows = report["binary_judges"]["calibration"]
     assert sum(row["labels"] for row in rows) == 3
     assert sum(row["unmatched_labels"] for row in rows) == 0
+
+    # The rerun's page knows them: it starts past them (the first three answers), shows a
+    # labelled one's label, and a new choice on it comes out as a comment to edit.
+    open_file(page, pytester.path / "reports" / "binary" / pointer["run_id"] / "report.html")
+    page.execute_script("localStorage.clear()")
+    page.refresh()
+    assert by_id(page, "crit-position").text == f"answer 4 of {len(verdicts)}"
+    assert by_id(page, "crit-existing").text == ""
+    by_id(page, "crit-prev").click()
+    assert by_id(page, "crit-existing").text == "Your label in the suite: PASS"
+    by_id(page, "crit-prompt").click()
+    press(page, "f")
+    by_id(page, "crit-copy").click()
+    assert by_id(page, "crit-status").text.startswith("0 new entries and 1 comment")
+    assert (
+        by_id(page, "crit-yaml")
+        .get_attribute("value")
+        .splitlines()[-1]
+        .startswith("  # already in the suite, edit that entry: {task: ")
+    )
 
 
 def test_links_lead_to_the_suites_runs_the_compared_run_and_the_pytest_html_page(

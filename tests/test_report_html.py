@@ -35,6 +35,7 @@ from pytest_evalmine.reports.labelling import (
     label_next,
     pair_id,
 )
+from pytest_evalmine.suite.loader import CriterionLabel
 
 from .conftest import latest_report
 from .test_judge_run import JUDGED_SUITE, JUDGES_CONFTEST
@@ -549,9 +550,9 @@ def test_links_to_pytest_html_the_compared_run_and_the_suites_index() -> None:
 def test_criterion_items_carry_the_prompt_the_criterion_and_a_loadable_label_line() -> None:
     report = report_doc(False)
     texts = {"triage": {"polite": "The reply is polite."}}
-    report["binary_judges"] = BinaryJudging(
-        {"model": "fake/judge"}, [], [], [], [], 1, 0.0, texts
-    ).to_dict()
+    labels = [CriterionLabel("triage", "c1", "fake/beta", "polite", "PASS")]
+    binary = BinaryJudging({"model": "fake/judge"}, [], [], [], [], 1, 0.0, texts, labels)
+    report["binary_judges"] = binary.to_dict()
     verdicts = [
         {"task": "triage", "case": "c1", "model": "fake/beta", "criterion": "polite",
          "label": "FAIL", "critique": HOSTILE, "status": "ok", "prompt": "Classify this"},
@@ -565,6 +566,7 @@ def test_criterion_items_carry_the_prompt_the_criterion_and_a_loadable_label_lin
     assert item["prompt"] == "Classify this" and item["answer"] == "cand answer"
     assert item["text"] == "The reply is polite." and item["criterion"] == "polite"
     assert item["judge"] == {"label": "FAIL", "critique": HOSTILE}
+    assert item["labelled"] == "PASS"  # the suite's label of this answer, shown
     line = "  - {" + item["fields"] + ', label: PASS, note: "a note"}'
     assert yaml.safe_load(line) == [
         {"task": "triage", "case": "c1", "model": "fake/beta", "criterion": "polite",

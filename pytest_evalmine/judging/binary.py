@@ -138,8 +138,10 @@ class BinaryJudging:
     all_pass: list[AllPassRate]
     min_labels_per_class: int
     min_recall: float
-    # task -> criterion name -> its text, for report.html's criterion labelling.
+    # task -> criterion name -> its text, and the suite's criterion labels, for report.html's
+    # criterion labelling (which shows a labelled answer's label and never offers a second).
     criterion_texts: dict[str, dict[str, str]] = field(default_factory=dict)
+    human_labels: list[CriterionLabel] = field(default_factory=list)
 
     def calls_made(self) -> int:
         return sum(1 for v in self.verdicts if v.attempts and not v.cached)
@@ -186,6 +188,16 @@ class BinaryJudging:
             "criteria": [row.to_dict() for row in self.rates],
             "calibration": [row.to_dict() for row in self.calibrations],
             "criterion_texts": self.criterion_texts,
+            "criterion_labels": [
+                {
+                    "task": x.task,
+                    "case": x.case,
+                    "model": x.model,
+                    "criterion": x.criterion,
+                    "label": x.label,
+                }
+                for x in self.human_labels
+            ],
         }
 
 
@@ -245,6 +257,7 @@ def binary_from_verdicts(
             for task in suite.tasks
             if task.judges
         },
+        human_labels=list(suite.criterion_labels),
     )
 
 

@@ -162,11 +162,17 @@ def case_items(
 def criterion_items(
     verdicts: Sequence[dict[str, Any]],
     records: Sequence[dict[str, Any]],
-    criterion_texts: dict[str, dict[str, str]],
+    binary: dict[str, Any],
 ) -> Iterator[dict[str, Any]]:
     """The binary judges' usable verdicts (PASS or FAIL) for the criterion labelling panel,
     in the run's order: the answer, its prompt, the criterion's text, the judge's verdict
-    (shown once the person has chosen) and the label line's fields."""
+    (shown once the person has chosen), the suite's label of it if any (``labelled``) and
+    the label line's fields. ``binary``: report.json's ``binary_judges``."""
+    criterion_texts = binary.get("criterion_texts") or {}
+    labelled = {
+        (x.get("task"), x.get("case"), x.get("model"), x.get("criterion")): x.get("label")
+        for x in binary.get("criterion_labels") or []
+    }
     texts = {
         (r["task"], r["case"], r["model"]): r.get("text") or ""
         for r in records
@@ -189,6 +195,7 @@ def criterion_items(
             "prompt": verdict.get("prompt") or "",
             "answer": texts.get((task, case, model), ""),
             "judge": {"label": verdict["label"], "critique": verdict.get("critique") or ""},
+            "labelled": labelled.get((task, case, model, name)),
             "fields": criterion_label_fields(task, case, model, name),
         }
 

@@ -87,8 +87,10 @@ list, as the suite loader reads criterion labels.</p>
 <section id="criterion-labelling" hidden>
 <div class="lab-bar"><button id="crit-prev" type="button">&larr; previous</button>
 <button id="crit-next" type="button">next &rarr;</button>
+<button id="crit-open" type="button">next unlabelled</button>
+<label><input id="crit-advance" type="checkbox"> advance on choice</label>
 <span id="crit-position"></span><span class="grow"></span><span id="crit-progress"></span></div>
-<p><strong id="crit-where"></strong></p>
+<p><strong id="crit-where"></strong> <em id="crit-existing"></em></p>
 <h3>Criterion <span id="crit-name"></span></h3><div id="crit-text" class="prompt"></div>
 <h3>Prompt</h3><div id="crit-prompt" class="prompt"></div>
 <h3>Answer</h3><div id="crit-answer" class="answer-text"></div>
@@ -198,7 +200,6 @@ def html_pieces(
     if records:
         yield CASES_VIEW
     yield from _labelling(report, judged, suggestions)
-    criterion_texts = (report.get("binary_judges") or {}).get("criterion_texts") or {}
     if any(v.get("label") in ("PASS", "FAIL") for v in verdicts):
         yield CRITERION_PANEL
     cases, index = case_list(records, pairs, verdicts)
@@ -209,7 +210,7 @@ def html_pieces(
         models=report.get("models") or [],
         case_list=cases,
         items=case_items(records, pairs, index, suggestions),
-        criterion_items=criterion_items(verdicts, records, criterion_texts),
+        criterion_items=criterion_items(verdicts, records, report.get("binary_judges") or {}),
     )
     yield '\n<script type="application/json" id="evalmine-data">'
     yield from script_json_pieces(data)

@@ -266,6 +266,7 @@
     el("crit-position").textContent = "answer " + (pos + 1) + " of " + items.length;
     el("crit-progress").textContent = countChosen() + " chosen here";
     el("crit-where").textContent = it.task + " / " + it["case"];
+    el("crit-existing").textContent = it.labelled ? "Your label in the suite: " + it.labelled : "";
     el("crit-name").textContent = it.criterion;
     el("crit-text").textContent = it.text;
     el("crit-prompt").textContent = it.prompt || "(no rendered prompt stored for this case)";
@@ -288,30 +289,49 @@
   function choose(label) {
     saved[id(items[pos])] = { label: label, note: el("crit-note").value };
     shared.store(storeKey, saved);
+    if (el("crit-advance").checked && nextOpen()) return;
     show();
+  }
+  // The next answer neither chosen here nor labelled in the suite.
+  function nextOpen() {
+    for (var k = 1; k <= items.length; k++) {
+      var i = (pos + k) % items.length;
+      if (!saved[id(items[i])] && !items[i].labelled) { pos = i; show(); return true; }
+    }
+    return false;
   }
   function move(step) { pos = Math.min(items.length - 1, Math.max(0, pos + step)); show(); }
   function copy() {
-    var lines = [];
+    var lines = [], comments = [];
     items.forEach(function (it) {
       var s = saved[id(it)];
-      if (s) lines.push("  - {" + it.fields + ", label: " + s.label + (s.note ? ", note: " + JSON.stringify(s.note) : "") + "}");
+      if (!s) return;
+      var entry = "{" + it.fields + ", label: " + s.label + (s.note ? ", note: " + JSON.stringify(s.note) : "") + "}";
+      // a second label of one answer and criterion is a load error: edit the suite's entry
+      if (it.labelled) comments.push("  # already in the suite, edit that entry: " + entry);
+      else lines.push("  - " + entry);
     });
     var where = data.suite_file || "the suite file";
     var head = ["# " + lines.length + " criterion label(s) from run " + data.run_id + ": paste " +
       (data.labels_key ? "at the end of the labels: list of " : "at the end of ") + where +
       " (or into its labels_path file)"];
     if (!data.labels_key) head.push("labels:");
-    var text = head.concat(lines).join("\n") + "\n";
+    var text = head.concat(lines, comments).join("\n") + "\n";
     el("crit-yaml").value = text;
     window.evalmineCriterionYaml = text;
-    el("crit-status").textContent = lines.length + " criterion label entries below; paste under labels: in " + where;
+    el("crit-status").textContent = lines.length + " new " + (lines.length === 1 ? "entry" : "entries") +
+      " and " + comments.length + " " + (comments.length === 1 ? "comment" : "comments") +
+      " (answers the suite labels already: edit those entries) below; paste under labels: in " + where;
   }
   el("crit-PASS").addEventListener("click", function () { choose("PASS"); });
   el("crit-FAIL").addEventListener("click", function () { choose("FAIL"); });
   el("crit-prev").addEventListener("click", function () { move(-1); });
   el("crit-next").addEventListener("click", function () { move(1); });
   el("crit-copy").addEventListener("click", copy);
+  el("crit-open").addEventListener("click", nextOpen);
+  var advance = el("crit-advance");
+  advance.checked = shared.load("evalmine-advance", false) === true;
+  advance.addEventListener("change", function () { shared.store("evalmine-advance", advance.checked); });
   el("crit-note").addEventListener("input", function (e) {
     var s = saved[id(items[pos])];
     if (s) { s.note = e.target.value; shared.store(storeKey, saved); }
@@ -322,5 +342,5 @@
     else if (e.key === "f") { e.preventDefault(); choose("FAIL"); }
   });
   root.hidden = false;
-  show();
+  if (items[0].labelled) { pos = items.length - 1; if (!nextOpen()) { pos = 0; show(); } } else show();
 })();
