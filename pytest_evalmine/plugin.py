@@ -30,13 +30,14 @@ from .stash import (
     FINISHED_KEY,
     RECORD_ATTRIBUTE,
     REFUSAL_KEY,
-    SUMMARY_KEY,
     VERDICT_NOTE_KEY,
     add_conftest_checks,
     eval_session,
     is_active,
     run_token,
 )
+from .terminal_summary import MARKUP
+from .terminal_summary import register as register_summary
 
 if TYPE_CHECKING:
     from .adapters.registry import AdapterRegistry
@@ -66,6 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
     unfreeze_earlier_run()
     check_options(config)
     config.pluginmanager.register(Reporter(config), "evalmine-reporter")
+    register_summary(config)
     if _html_report_requested(config):
         from .htmlhooks import HtmlHooks
 
@@ -437,19 +439,6 @@ class Reporter:
             on_progress=progress_printer(config, "judge verdicts", inside_item=False),
             on_interrupt=interrupt_printer(config),
         )
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """Called by the terminal reporter after session finish: prints the scorecard."""
-        lines = self.config.stash.get(SUMMARY_KEY, None)
-        if not lines:
-            return
-        terminalreporter.section("evalmine")
-        for line in lines:
-            terminalreporter.write_line(line.text, **MARKUP.get(line.style, {}))
-
-
-# How a summary line's style is written; pytest's writer drops it under --color=no or NO_COLOR.
-MARKUP = {"flag": {"red": True, "bold": True}, "ok": {"green": True}, "title": {"bold": True}}
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)

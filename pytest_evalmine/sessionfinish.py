@@ -167,8 +167,10 @@ def _summary_lines(
     root = Path(config.rootpath)
     lines: list[Line] = []
     for item in finished:
-        report_md = None if item.run_dir is None else relative_to(item.run_dir / "report.md", root)
-        lines += terminal_lines(item.summary, report_md, _terminal_width(), item.not_written)
+        run_dir = None if item.run_dir is None else relative_to(item.run_dir, root)
+        # Written after report.md: a failure in between leaves no page to name.
+        page = item.run_dir is not None and (item.run_dir / "report.html").is_file()
+        lines += terminal_lines(item.summary, run_dir, _terminal_width(), item.not_written, page)
     lines += [Line(text) for text in other_runs_lines(evalsession.other_runs)]
     if failure is not None:
         lines.append(Line(f"evalmine: could not write reports: {failure}", FLAG))

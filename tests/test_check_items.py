@@ -24,11 +24,13 @@ tasks:
 
 
 def test_a_failed_check_reads_like_an_assertion(scripted: pytest.Pytester) -> None:
+    """pytest's full form (--tb=long): every failed check, 400 characters of the answer."""
     scripted.makefile(".eval.yaml", checked=SUITE)
-    result = scripted.runpytest()
+    result = scripted.runpytest("--tb=long")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         [
+            "*= FAILURES =*",
             "*_ math::wrong?fake/a? _*",
             "check 'number' failed: 17 (after 'Answer:') is not 18",
             "  expected: 18",
@@ -159,3 +161,91 @@ def test_report_lists_the_failed_check(scripted: pytest.Pytester) -> None:
     scripted.runpytest()
     report = latest_report(scripted.path, "checked")
     assert report["outcomes"] == {"failed": 1, "passed": 1}
+
+
+TWO_FAIL = SUITE.replace("{max_words: {max: 40}}", "{max_words: {max: 3}}")
+
+
+def test_a_failed_item_is_a_short_block_by_default(scripted: pytest.Pytester) -> None:
+    """Without -v or --tb=long: pytest's header, the first failed check (the others named),
+    the answer's tail on one line; none of pytest's full form."""
+    scripted.makefile(".eval.yaml", checked=TWO_FAIL)
+    result = scripted.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*= FAILURES (suite items; -v or --tb=long for pytest's full form) =*",
+            "*_ math::right?fake/a? _*",
+            "check 'max_words' failed: 8 words, at most 3 allowed (expected: <= 3 words)",
+            'answer ends: "Working: 9 * 2 = 18. Answer: 18"',
+            "*_ math::wrong?fake/a? _*",
+            "check 'number' failed: 17 (after 'Answer:') is not 18; also failed: 'max_words'",
+            'answer ends: "Working: 9 * 2 = 17. Answer: 17"',
+            "*= short test summary info =*",
+            "FAILED checked.eval.yaml::math::right?fake/a? - *",
+        ]
+    )
+    out = result.stdout.str()
+    assert "= FAILURES =" not in out
+    assert "last 31 characters" not in out
+
+
+@pytest.mark.parametrize("args", [["--tb=long"], ["-v"], ["--tb=native"]])
+def test_the_full_form_when_asked_for(scripted: pytest.Pytester, args: list[str]) -> None:
+    scripted.makefile(".eval.yaml", checked=TWO_FAIL)
+    result = scripted.runpytest("-p", "no:cacheprovider", *args)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*= FAILURES =*",
+            "check 'number' failed: 17 (after 'Answer:') is not 18",
+            "  expected: 18",
+            "  got:      17",
+            "check 'max_words' failed: *",
+            "answer (fake/a, last 31 characters):",
+        ]
+    )
+    assert "FAILURES (suite items" not in result.stdout.str()
+
+
+def test_tb_line_gives_one_line_an_item_and_tb_no_none(scripted: pytest.Pytester) -> None:
+    scripted.makefile(".eval.yaml", checked=TWO_FAIL)
+    result = scripted.runpytest("-p", "no:cacheprovider", "--tb=line")
+    lines = result.stdout.str().splitlines()
+    start = lines.index(next(line for line in lines if "FAILURES (suite items" in line))
+    assert lines[start + 1 : start + 3] == [
+        "math::right[fake/a]: check 'max_words' failed: 8 words, at most 3 allowed (expected: "
+        "<= 3 words)",
+        "math::wrong[fake/a]: check 'number' failed: 17 (after 'Answer:') is not 18; also "
+        "failed: 'max_words'",
+    ]
+    assert lines[start + 3].startswith("===")  # the next section: nothing more per item
+    quiet = scripted.runpytest("-p", "no:cacheprovider", "--tb=no")
+    quiet.assert_outcomes(failed=2)
+    assert "FAILURES" not in quiet.stdout.str()
+    assert "answer ends" not in quiet.stdout.str()
+
+
+def test_short_blocks_beside_pythons_own_failures_under_xdist(scripted: pytest.Pytester) -> None:
+    """A plain test's failure keeps pytest's FAILURES section; the records crossing from
+    xdist workers as dicts give the same blocks; the counts stay whole."""
+    pytest.importorskip("xdist")
+    scripted.makefile(".eval.yaml", checked=TWO_FAIL)
+    scripted.makepyfile(test_plain="def test_plain():\n    assert 1 == 2\n")
+    result = scripted.runpytest("-p", "no:cacheprovider", "-n", "2")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*= FAILURES (suite items;*",
+            "*_ math::*fake/a? _*",
+            "*_ math::*fake/a? _*",
+            "*= FAILURES =*",
+            "*_ test_plain _*",
+            "*assert 1 == 2*",
+            "*= short test summary info =*",
+        ]
+    )
+    out = result.stdout.str()
+    assert out.count('answer ends: "Working: 9 * 2 = 1') == 2
+    summary = out[out.index("short test summary info") :]
+    assert summary.count("FAILED ") == 3

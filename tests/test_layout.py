@@ -27,7 +27,7 @@ LAYERS = [
     {"glue", "commands"},
 ]
 GLUE = {"plugin", "startup", "sessionfinish", "items", "stash", "htmlhooks", "hookspec"}
-GLUE |= {"progress", "preload", "gc_freeze"}  # split out of plugin.py by concern
+GLUE |= {"progress", "preload", "gc_freeze", "terminal_summary"}  # split out of plugin.py
 COMMANDS = "pytest_evalmine.commands"  # the evalmine command and the MCP server
 ROOT_MODULE = NAME  # pytest_evalmine/__init__.py: version and lazy re-exports
 

@@ -4,14 +4,20 @@ evalmine outcome."""
 
 from __future__ import annotations
 
+import html
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_evalmine.reports.labelling import nothing_to_label
 from pytest_evalmine.reports.terminal import FLAG, OK, fit, fit_table, style_of
+from pytest_evalmine.run.records import AnswerRecord
+from pytest_evalmine.terminal_summary import compact_failure
 
+from .conftest import newest_run_dir
 from .test_judge_run import JUDGED_SUITE
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -131,3 +137,135 @@ def test_colour_follows_pytests_writer(
         assert "\x1b[31m" in status
     else:
         assert not any(ANSI.search(line) for line in result.outlines)
+
+
+# The end of a run: short blocks for failed suite items, the summary last, both reports named,
+# and why "Label next" lists nothing.
+FAILING_SUITE = JUDGED_SUITE.replace(
+    "tasks:",
+    "tasks:\n  - {id: sums, kind: answer, prompt: "
+    "'Add {{ n }}', judge: false, checks: [number], cases: [{id: one, vars: {n: 1}, gold: 7}]}",
+)
+
+
+def test_the_evalmine_summary_comes_last_before_pytests_final_line(
+    pytester: pytest.Pytester,
+) -> None:
+    """After the suite items' failures, pytest's own (a plain test), its warnings and its
+    short test summary; the summary ends naming report.md and report.html."""
+    pytester.makefile(".eval.yaml", judged=FAILING_SUITE)
+    pytester.makepyfile(
+        test_plain="import warnings\n\ndef test_plain():\n    warnings.warn('w')\n"
+        "    assert 1 == 2\n"
+    )
+    result = pytester.runpytest("--evalmine-fake", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=3, passed=6)
+    lines = result.outlines
+    titles = [line.strip("= ").split(" (")[0] for line in lines if line.startswith("===")]
+    assert titles[1:] == [
+        "FAILURES",  # the suite items'
+        "FAILURES",  # pytest's own
+        "warnings summary",
+        "short test summary info",
+        "evalmine",
+        "3 failed, 6 passed, 1 warning in " + titles[-1].split(" in ")[1],
+    ]
+    final = next(i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("==="))
+    run_dir = newest_run_dir(pytester.path)
+    relative = run_dir.relative_to(pytester.path).as_posix()
+    assert lines[final - 2 : final] == [
+        f"report: {relative}/",
+        "    report.md and report.html (the page to open in a browser)",
+    ]
+    assert (run_dir / "report.md").is_file() and (run_dir / "report.html").is_file()
+
+
+def test_a_compact_block_from_an_answer_never_sent_or_without_checks() -> None:
+    budget = AnswerRecord(
+        "s", "s.eval.yaml", "t", "answer", "c", "fake/a", "not_run_budget", error="cap reached"
+    )
+    assert compact_failure(budget) == ["not_run_budget: cap reached"]
+    long = AnswerRecord(
+        "s", "s.eval.yaml", "t", "answer", "c", "fake/a", "failed", text="word\n " * 30,
+        checks=[
+            {"name": "answer", "passed": True, "message": "ok"},
+            {"name": "mine", "passed": False, "message": "too plain", "expected": 1, "got": 2},
+        ],
+    )  # fmt: skip
+    check, tail = compact_failure(long)
+    assert check == "check 'mine' failed: too plain (expected: 1, got: 2)"
+    assert tail == 'answer ends: "...' + " ".join(["word"] * 30)[-60:] + '"'
+
+
+def judged_pair(task: str, label: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"task": task, "case": "c", "baseline": "a", "candidate": "b", "category": "tie",
+            "label": label, "excluded": None, "flip": False, **extra}  # fmt: skip
+
+
+def excluded_pair(reason: str) -> dict[str, Any]:
+    return {**judged_pair("t"), "category": None, "excluded": reason}
+
+
+@pytest.mark.parametrize(
+    ("pairs", "min_labels", "said"),
+    [
+        ([], 3, "nothing to label: the run has no pairs to judge"),
+        (
+            [excluded_pair("judge_unparseable")] * 3,
+            3,
+            "nothing to label: no pair was judged, of 3: for every pair the judge's verdict "
+            "was unparseable (judge_unparseable)",
+        ),
+        (
+            [excluded_pair("judge_error")] * 2 + [excluded_pair("judge_not_run")],
+            3,
+            "nothing to label: no pair was judged, of 3: 2 pairs: the judge's call failed "
+            "(judge_error); 1 pair: the judge was not run (the cap was reached, or Ctrl-C) "
+            "(judge_not_run)",
+        ),
+        (
+            [judged_pair("t", label="tie"), excluded_pair("judge_unparseable")],
+            1,
+            "nothing to label: every judged pair (1) is labelled and agrees with the judge",
+        ),
+        (
+            [judged_pair("t", label="tie"), judged_pair("t")],
+            1,
+            "nothing to label: 1 of 2 judged pairs are unlabelled, but none is a flip or "
+            "contradicts a check, every task has its 1 labels, and every label agrees with "
+            "the judge",
+        ),
+    ],
+    ids=["no-pairs", "all-unparseable", "calls-failed-and-capped", "all-labelled", "enough"],
+)
+def test_label_next_says_why_it_lists_nothing(
+    pairs: list[dict[str, Any]], min_labels: int, said: str
+) -> None:
+    from pytest_evalmine.reports.labelling import label_next
+
+    assert label_next(pairs, min_labels) == []
+    assert nothing_to_label(pairs, min_labels) == said
+
+
+def test_label_next_with_every_verdict_unparseable_says_so_in_all_three_places(
+    pytester: pytest.Pytester,
+) -> None:
+    """0 judged pairs: not "every judged pair is labelled and agrees", which is only
+    vacuously true; the same line in the terminal, report.md and report.html."""
+    pytester.makefile(".eval.yaml", judged=JUDGED_SUITE)
+    fault = "--evalmine-fake-fault=malformed_json,phase=judge,count=99"
+    result = pytester.runpytest("--evalmine-fake", "-p", "no:cacheprovider", fault)
+    result.assert_outcomes(passed=6)
+    said = (
+        "nothing to label: no pair was judged, of 3: for every pair the judge's verdict was "
+        "unparseable (judge_unparseable)"
+    )
+    section = evalmine_section(result.outlines)
+    start = section.index("-- Label next --")
+    assert " ".join(line.strip() for line in section[start + 1 : start + 3]) == said
+    run_dir = newest_run_dir(pytester.path)
+    assert f"## Label next\n\n{said}\n" in (run_dir / "report.md").read_text()
+    page = (run_dir / "report.html").read_text()
+    label_next = page[page.index('<section id="label-next">') :].split("</section>")[0]
+    assert f"<p>{said}</p>" in html.unescape(label_next)
+    assert "every judged pair" not in result.stdout.str()

@@ -147,3 +147,50 @@ def audit_order(judged: Sequence[dict[str, Any]]) -> list[int]:
         sample,
         key=lambda i: audit_rank(judged[i]["task"], judged[i]["case"], judged[i]["candidate"]),
     )
+
+
+# Why a pair was not judged, in words, for saying why "Label next" lists nothing.
+NOT_JUDGED = {
+    "judge_unparseable": "the judge's verdict was unparseable",
+    "judge_error": "the judge's call failed",
+    "judge_not_run": "the judge was not run (the cap was reached, or Ctrl-C)",
+    "judge_replay_miss": "the verdict is not in the recording (record mode none)",
+    "provider_error": "an answer is a provider error",
+    "not_run": "an answer was not sent (the cap, a replay miss or Ctrl-C)",
+    "missing_answer": "an answer is missing",
+    "empty_answer": "an answer is empty",
+    "parse_fail": "an answer is not JSON",
+    "schema_fail": "an answer fails the schema",
+}
+
+
+def nothing_to_label(pairs: Sequence[dict[str, Any]], min_labels: int) -> str:
+    """Why ``label_next`` suggests nothing, in the line that says so (the terminal, report.md
+    and report.html): no pair at all, no pair judged (and why not, by reason), every judged
+    pair labelled and agreeing, or unlabelled pairs none of which is worth a label yet.
+    True only vacuously is never said: "every judged pair is labelled" needs one."""
+    judged = [p for p in pairs if is_judged(p)]
+    if not pairs:
+        return "nothing to label: the run has no pairs to judge"
+    if not judged:
+        reasons = Counter(str(p.get("excluded")) for p in pairs)
+        if len(reasons) == 1:
+            reason = next(iter(reasons))
+            why = f"for every pair {NOT_JUDGED.get(reason, reason)} ({reason})"
+        else:
+            why = "; ".join(
+                f"{n} {'pair' if n == 1 else 'pairs'}: {NOT_JUDGED.get(r, r)} ({r})"
+                for r, n in reasons.most_common()
+            )
+        return f"nothing to label: no pair was judged, of {len(pairs)}: {why}"
+    unlabelled = sum(p.get("label") is None for p in judged)
+    if not unlabelled:
+        return (
+            f"nothing to label: every judged pair ({len(judged)}) is labelled and agrees with "
+            "the judge"
+        )
+    tasks = f", every task has its {min_labels} labels" if min_labels > 0 else ""
+    return (
+        f"nothing to label: {unlabelled} of {len(judged)} judged pairs are unlabelled, but "
+        f"none is a flip or contradicts a check{tasks}, and every label agrees with the judge"
+    )

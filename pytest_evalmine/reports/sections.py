@@ -20,7 +20,7 @@ from ..stats.estimators import Interval
 from ..stats.proportions import Proportion
 from .compare import routing_note
 from .cross_run import cross_run_lines
-from .labelling import label_next
+from .labelling import label_next, nothing_to_label
 from .power_section import TITLE as POWER_TITLE
 from .power_section import power_lines, summary_power
 from .ranking_section import TITLE as RANKING_TITLE
@@ -478,10 +478,11 @@ LABEL_NEXT_LISTED = 50
 
 
 def label_next_section(headline: Headline) -> Section:
-    suggestions = label_next(headline.pair_dicts, headline.calibration.min_labels)
+    pairs, min_labels = headline.pair_dicts, headline.calibration.min_labels
+    suggestions = label_next(pairs, min_labels)
     section = Section("Label next")
     if not suggestions:
-        section.lines.append("nothing: every judged pair is labelled and agrees with the judge")
+        section.lines.append(nothing_to_label(pairs, min_labels))
         return section
     section.lines.append(
         f"{len(suggestions)} pairs where a label would teach the most (label them blind in "

@@ -24,6 +24,7 @@ _NBSP = "\u00a0"
 _FLAGGED = re.compile(r"[-+\d.]+%?(?: \[[^\]]*\])?" + re.escape(FLAG_TEXT))
 _STATUS = re.compile(r"\bstatus ([A-Z_]+):")
 CONTINUATION = "    "
+PAGE = "report.html (the page to open in a browser)"
 
 
 @dataclass(frozen=True)
@@ -33,10 +34,15 @@ class Line:
 
 
 def terminal_lines(
-    summary: RunSummary, report_path: str | None, width: int = 80, not_written: str | None = None
+    summary: RunSummary,
+    report_dir: str | None,
+    width: int = 80,
+    not_written: str | None = None,
+    page_written: bool = True,
 ) -> list[Line]:
-    """The suite's summary, ending with where report.md is (``report_path``) and, flagged,
-    why some of its files were not written (``not_written``)."""
+    """The suite's summary, ending with the run folder (``report_dir``) and the reports in it
+    to read, report.md and (when ``page_written``) report.html, and, flagged, why some of its
+    files were not written (``not_written``)."""
     lines = [
         f"suite {summary.suite_name} (sha256 {summary.suite_hash[:12]}) run {summary.run_id}",
         f"models: {', '.join(summary.models)} (baseline first); adapters: "
@@ -49,8 +55,12 @@ def terminal_lines(
     for section in report_sections(summary):
         if section.in_terminal:
             styled += terminal_section(section, width)
-    if report_path is not None:
-        styled += [Line(text) for text in fit(f"report: {report_path}", width)]
+    if report_dir is not None:
+        # The folder once, then the files: a run folder's path is about 70 characters, and
+        # the two files' paths would not fit 80 columns.
+        files = f"report.md and {PAGE}" if page_written else "report.md"
+        styled += [Line(text) for text in fit(f"report: {report_dir}/", width)]
+        styled += [Line(text) for text in fit(CONTINUATION + files, width)]
     if not_written is not None:
         styled += [Line(t, FLAG) for t in fit(f"REPORTS NOT WRITTEN: {not_written}", width)]
     return styled
