@@ -105,10 +105,13 @@ def at_width(driver: Any, width: int, height: int = 900) -> None:
     )
 
 
-def screenshot(driver: Any, name: str, *, full: bool = False) -> None:
+def screenshot(driver: Any, name: str, *, full: bool = False, element: str | None = None) -> None:
     """A named screenshot under artifacts/screenshots/ (kept by CI); ``full``: the whole
-    page at the current width (up to 6,000 px tall), not only the visible part."""
+    page at the current width (up to 6,000 px tall), not only the visible part; ``element``:
+    the id of the part to scroll to first."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    if element:
+        driver.execute_script(f"document.getElementById('{element}').scrollIntoView()")
     if full:
         width = driver.execute_script("return window.innerWidth")
         tall = driver.execute_script("return document.documentElement.scrollHeight")
@@ -487,7 +490,7 @@ def test_the_cases_view_filters_searches_sorts_and_opens_a_case(page: Any, tmp_p
     assert "Judge: fake/beta vs fake/alpha: flip" in judge
     assert "Pass 1, fake/alpha shown first: fake/beta better. r1" in judge
     assert "Pass 2, fake/beta shown first: fake/beta better. r2" in judge
-    screenshot(page, "cases-view.png")
+    screenshot(page, "cases-view.png", element="cases")
 
     # Links: a hash opens the view filtered (as the charts' and per-task rows' links do).
     page.execute_script("location.hash = '#cases?task=task-2&model=fake%2Fbeta'")
@@ -528,7 +531,7 @@ def test_a_word_diff_of_the_two_answers_in_the_labelling_and_the_case_view(
     assert marked("#lab-b .diff-ins") == (added if a_is_baseline else removed)
     assert by_id(page, "lab-a").get_attribute("textContent") == (base if a_is_baseline else cand)
     assert "fake/" not in by_id(page, "labelling").text  # still blind
-    screenshot(page, "diff-labelling.png")
+    screenshot(page, "diff-labelling.png", element="labelling")
     press(page, "d")
     assert marked("#lab-a .diff-del") == []
 
@@ -536,7 +539,7 @@ def test_a_word_diff_of_the_two_answers_in_the_labelling_and_the_case_view(
     by_id(page, "case-diff").click()
     assert marked("#case-answers .diff-del") == removed
     assert marked("#case-answers .diff-ins") == added
-    screenshot(page, "diff-case.png")
+    screenshot(page, "diff-case.png", element="case-detail")
 
 
 def test_labelling_keys_advance_on_choice_and_the_copy_status_counts_entries_and_comments(
@@ -618,7 +621,7 @@ def test_criterion_labels_from_the_page_load_into_the_suite_and_calibrate_the_ju
         assert by_id(page, f"crit-{label}").get_attribute("aria-pressed") == "true"
         assert by_id(page, "crit-judge-summary").text.startswith("Judge verdict: ")
         by_id(page, "crit-next").click()
-    screenshot(page, "criterion-panel.png")
+    screenshot(page, "criterion-panel.png", element="criterion-labelling")
     by_id(page, "crit-copy").click()
     copied = by_id(page, "crit-yaml").get_attribute("value")
     assert copied.startswith("# 3 criterion label(s) from run ")
