@@ -30,6 +30,8 @@ class Batch:
     created: float
     polls: int = 0
     canceled: bool = False
+    # What the client named it (OpenAI's metadata, Gemini's display name).
+    label: str = ""
     output_file: str | None = None
     error_file: str | None = None
     # The results, fixed the first time the batch is seen ended (a re-read is identical).
@@ -141,8 +143,15 @@ class BatchProvider:
                 "openai",
                 [(line["custom_id"], line["body"]) for line in lines],
                 time.time(),
+                label=(received.body.get("metadata") or {}).get("evalmine_batch", ""),
             )
             return self._created(batch, self._openai_batch(batch))
+        if method == "GET" and path == "/batches":
+            # Newest first, one page (the tests hold a few batches).
+            shown = [
+                self._openai_batch(b) for b in reversed(self.batches.values()) if b.wire == "openai"
+            ]
+            return Reply.json(200, {"object": "list", "data": shown, "has_more": False})
         if method == "GET" and path.startswith("/batches/"):
             flaky = self._flaky()
             if flaky is not None:
@@ -192,6 +201,7 @@ class BatchProvider:
         return {
             "id": batch.id,
             "object": "batch",
+            "metadata": {"evalmine_batch": batch.label},
             "endpoint": "/v1/chat/completions",
             "status": status,
             "output_file_id": batch.output_file,
@@ -334,8 +344,12 @@ class BatchProvider:
         if method == "POST" and path.endswith(":batchGenerateContent"):
             inline = received.body["batch"]["input_config"]["requests"]["requests"]
             requests = [(r["metadata"]["key"], r["request"]) for r in inline]
-            batch = Batch(self._new_id("batches/"), "gemini", requests, time.time())
+            label = received.body["batch"].get("display_name", "")
+            batch = Batch(self._new_id("batches/"), "gemini", requests, time.time(), label=label)
             return self._created(batch, self._gemini_batch(batch))
+        if method == "GET" and path == "/batches":
+            shown = [self._gemini_batch(b) for b in self.batches.values() if b.wire == "gemini"]
+            return Reply.json(200, {"operations": shown})
         if method == "GET" and path.startswith("/batches/"):
             flaky = self._flaky()
             if flaky is not None:
@@ -383,6 +397,7 @@ class BatchProvider:
         shown["metadata"] = {
             "@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
             "state": state,
+            "displayName": batch.label,
             "batchStats": {"requestCount": str(len(batch.requests))},
         }
         return shown

@@ -553,3 +553,34 @@ def test_a_suites_batch_key_batches_the_answers_and_the_judge(
     judged = sum(b["requests"] for b in batches["batches"][1:])
     assert judged >= 2 and batches["calls"]["box"] == {"batched": 6 + judged, "online": 0}
     assert server.provider.online_calls == 0
+
+
+@pytest.mark.parametrize(("provider_name", "found"), [("openai", True), ("google", True),
+                                                      ("anthropic", False)])  # fmt: skip
+def test_a_run_killed_before_it_stored_the_batch_id_finds_the_batch_by_its_label(
+    provider: BatchProvider,
+    server: ProviderServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    provider_name: str,
+    found: bool,
+) -> None:
+    """The window between the provider accepting a batch and the store holding its id: a
+    wire that labels its batches (OpenAI's metadata, Gemini's display name) finds it again;
+    Anthropic's carry no label, so its calls are sent anew (the window the spec names)."""
+    requests = requests_for(3, provider_name)
+    cache = tmp_path / "c.sqlite"
+
+    def lost(self: Store, local_id: str, batch_id: str) -> None:
+        raise RuntimeError("killed before the batch id was stored")
+
+    monkeypatch.setattr(Store, "batch_submitted", lost)
+    _first, outcomes = run(server, cache, requests)
+    assert {o.status for o in outcomes} == {ERROR} and provider.batches_created == 1
+    assert [b["state"] for b in Store(cache).batches()] == ["submitting"]
+    monkeypatch.undo()
+    monkeypatch.setenv(KEY_ENV, "sk-batch-test-key")
+    _second, again = run(server, cache, requests)
+    assert [o.status for o in again] == [OK] * 3
+    assert provider.batches_created == (1 if found else 2)
+    assert Store(cache).batches() == []

@@ -32,6 +32,7 @@ from .http import api_key_from_env, exchange_bytes, get_json
 
 MAX_REQUESTS = 100_000
 MAX_BYTES = 20 * 1000 * 1000
+FIND_PAGES = 5
 _ENDED = {
     "SUCCEEDED": None,
     "FAILED": BATCH_FAILED,
@@ -86,6 +87,31 @@ class GeminiBatch:
         if not isinstance(name, str) or not name.startswith("batches/"):
             raise AdapterError("malformed_response", "batch create: no batch name", retryable=False)
         return name
+
+    async def find(self, label: str) -> str | None:
+        """The name of the batch created with display name ``label``, or None (a run killed
+        after Gemini accepted a batch and before its name was stored)."""
+        token = None
+        for _page in range(FIND_PAGES):
+            query = f"?pageSize=100&pageToken={token}" if token else "?pageSize=100"
+            listing = await get_json(
+                self.adapter._clients.get(),
+                f"{self.adapter.base_url}/batches{query}",
+                POLL_TIMEOUT_S,
+                headers=self._headers(),
+            )
+            operations = listing.get("operations") if isinstance(listing, dict) else None
+            for operation in operations if isinstance(operations, list) else []:
+                metadata = operation.get("metadata") if isinstance(operation, dict) else None
+                if isinstance(metadata, dict) and label in (
+                    metadata.get("displayName"),
+                    metadata.get("display_name"),
+                ):
+                    return str(operation["name"])
+            token = listing.get("nextPageToken") if isinstance(listing, dict) else None
+            if not token:
+                return None
+        return None
 
     async def poll(self, batch_id: str) -> BatchStatus:
         data = await get_json(

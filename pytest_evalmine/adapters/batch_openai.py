@@ -38,6 +38,8 @@ from .openai import OpenAIAdapter
 MAX_REQUESTS = 50_000
 MAX_BYTES = 200 * 1024 * 1024
 ENDPOINT = "/v1/chat/completions"
+# Pages of 100 batches ``find`` reads before it says the batch is not there.
+FIND_PAGES = 5
 ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 # Error codes of the error file's lines that say why a request was not run.
 _CODES = {"batch_expired": BATCH_EXPIRED, "batch_cancelled": BATCH_CANCELED}
@@ -118,6 +120,31 @@ class OpenAIBatch:
         if not isinstance(batch_id, str):
             raise AdapterError("malformed_response", "batch create: no batch id", retryable=False)
         return batch_id
+
+    async def find(self, label: str) -> str | None:
+        """The id of the batch created with ``label`` in its metadata, or None: for a run
+        killed after OpenAI accepted a batch and before its id was stored. Reads the newest
+        batches, a few pages of them."""
+        after = None
+        for _page in range(FIND_PAGES):
+            query = f"?limit=100&after={after}" if after else "?limit=100"
+            listing = await get_json(
+                self.adapter._clients.get(),
+                f"{self.adapter.base_url}/batches{query}",
+                POLL_TIMEOUT_S,
+                headers=self._headers(None),
+            )
+            data = listing.get("data") if isinstance(listing, dict) else None
+            if not isinstance(data, list) or not data:
+                return None
+            for batch in data:
+                metadata = batch.get("metadata") if isinstance(batch, dict) else None
+                if isinstance(metadata, dict) and metadata.get("evalmine_batch") == label:
+                    return str(batch["id"])
+            if not listing.get("has_more"):
+                return None
+            after = data[-1].get("id")
+        return None
 
     async def poll(self, batch_id: str) -> BatchStatus:
         data = await get_json(

@@ -73,6 +73,9 @@ class BatchWire(Protocol):
 
     async def poll(self, batch_id: str) -> BatchStatus: ...
 
+    # Optional: ``async find(label) -> batch id | None``, the batch submitted with ``label``
+    # (ours, in the provider's metadata), for a run killed before it stored the batch's id.
+
     async def results(
         self, batch_id: str, status: BatchStatus, requests: dict[str, Request], elapsed_s: float
     ) -> list[ItemResult]: ...

@@ -279,6 +279,7 @@ class Batcher:
     async def _send(self, pending: list[tuple[Planned, asyncio.Future[ItemResult]]]) -> None:
         waiting = {item.key: future for item, future in pending}
         items = {item.key: item for item, _ in pending}
+        await self._confirm_unconfirmed(items, waiting)
         # Calls already in a batch the provider accepted: that batch is polled again.
         resumed: dict[str, list[tuple[BatchedItem, Planned]]] = {}
         for key, batched in self.store.open_batch_items(list(items)).items():
@@ -308,6 +309,38 @@ class Batcher:
             entries = [(item.key, wire.entry(item.key, item.request)) for item in planned]
             for chunk in split_entries(entries, wire.max_requests, wire.max_bytes, 256):
                 await self._submit(wire, group, chunk, keyed, waiting)
+
+    async def _confirm_unconfirmed(
+        self, items: dict[str, Planned], waiting: dict[str, asyncio.Future[ItemResult]]
+    ) -> None:
+        """A batch left ``submitting`` (its process died between the POST and storing the
+        id) may have been accepted: a wire that can ``find`` it by our label makes it
+        ``submitted`` (then polled like any other); not found, it is forgotten and its calls
+        are sent anew; when the look-up fails, its calls wait for a rerun rather than risk
+        paying twice. A wire without ``find`` (Anthropic's batches carry no label) sends
+        them anew."""
+        for local_id, (_provider, keys) in self.store.unconfirmed_batches(list(items)).items():
+            wire = self.session.wire(items[keys[0]].adapter)
+            find = getattr(wire, "find", None)
+            if find is None:
+                self.store.batch_forgotten(local_id)
+                continue
+            try:
+                batch_id = await find(local_id)
+            except AdapterError as exc:
+                reason = (
+                    f"could not learn whether batch {local_id} was accepted ({exc.kind}: "
+                    f"{exc}); rerun to collect it"
+                )
+                for key in keys:
+                    items.pop(key)
+                    failed = ItemResult(key, error_kind=IN_BATCH, error=reason)
+                    _settle(waiting.pop(key), failed)
+                continue
+            if batch_id is None:
+                self.store.batch_forgotten(local_id)
+            else:
+                self.store.batch_submitted(local_id, batch_id)
 
     async def _submit(
         self,

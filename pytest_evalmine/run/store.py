@@ -586,6 +586,24 @@ class Store:
                 found[row[0]] = BatchedItem(*row[1:5])
         return found
 
+    def unconfirmed_batches(self, keys: list[str]) -> dict[str, tuple[str, list[str]]]:
+        """Batches still ``submitting`` that hold some of ``keys`` (whose claims the caller
+        holds, so whoever was submitting them is gone): local id -> (provider, those keys).
+        The provider may have accepted them before the process died."""
+        found: dict[str, tuple[str, list[str]]] = {}
+        for start in range(0, len(keys), _BATCH):
+            batch = keys[start : start + _BATCH]
+            marks = ",".join("?" * len(batch))
+            rows = self.connection.execute(
+                "SELECT b.local_id, b.provider, i.key FROM batch_items i "
+                "JOIN batches b ON b.local_id = i.local_id "
+                f"WHERE b.state = 'submitting' AND i.key IN ({marks})",
+                batch,
+            )
+            for local_id, provider, key in rows:
+                found.setdefault(local_id, (provider, []))[1].append(key)
+        return found
+
     def batches(self, *, open_only: bool = True) -> list[dict[str, Any]]:
         """The batches of this cache, newest first (``evalmine batches``): those not yet
         collected, or every one."""
