@@ -503,6 +503,14 @@ def test_the_cases_view_filters_searches_sorts_and_opens_a_case(page: Any, tmp_p
     assert by_id(page, "f-model").get_attribute("value") == "fake/beta"
     page.refresh()  # the filters live in the hash
     assert cases_count(page) == "300 of 600 answers"
+    # A "Label next" entry opens its case, filtered to it.
+    entry = page.find_element("css selector", "#label-next li a")
+    where = entry.text
+    entry.click()
+    assert count_becomes(page, "2 of 600 answers") == "2 of 600 answers"
+    assert by_id(page, "case-title").text == where.replace("/", " / ")
+    Select(by_id(page, "f-task")).select_by_value("")  # a control clears the case filter
+    assert cases_count(page) == "600 of 600 answers"
 
 
 def test_a_word_diff_of_the_two_answers_in_the_labelling_and_the_case_view(

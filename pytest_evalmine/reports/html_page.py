@@ -423,7 +423,8 @@ def _label_next(suggestions: Sequence[Any], nothing: str) -> str:
     """The suggestions, or ``nothing``: why there are none, as report.md and the terminal
     say it."""
     items = "".join(
-        f"<li><code>{_e(s.task)}/{_e(s.case)}</code> "
+        f'<li><a href="{_cases_href(task=s.task, case=s.case)}"><code>{_e(s.task)}/'
+        f"{_e(s.case)}</code></a> "
         f'<span class="tags">{"".join(f"<span>{_e(KIND_TAGS[k])}</span>" for k in s.kinds)}'
         "</span></li>"
         for s in suggestions[:LABEL_NEXT_LISTED]

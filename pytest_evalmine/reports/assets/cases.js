@@ -10,7 +10,8 @@
   var data = shared.data;
   var items = data.items, cases = data.case_list;
   var PAGE = 100;
-  var FILTERS = ["task", "model", "outcome", "flagged", "flip", "failed", "q"];
+  // "case" has no control: a link from "Label next" filters to one case and opens it.
+  var FILTERS = ["task", "case", "model", "outcome", "flagged", "flip", "failed", "q"];
   var state = {};
   var shown = [];
   var itemHay = new Array(items.length), caseHay = new Array(cases.length);
@@ -51,6 +52,7 @@
 
   function matches(it, i, q) {
     if (state.task && cases[it.case].task !== state.task) return false;
+    if (state["case"] && cases[it.case]["case"] !== state["case"]) return false;
     if (state.model && it.model !== state.model) return false;
     if (state.outcome && it.outcome !== state.outcome) return false;
     if (state.flagged && !it.flagged) return false;
@@ -203,6 +205,7 @@
     history.replaceState(null, "", "#cases" + (query ? "?" + query : ""));
   }
   function fromControls() {
+    state["case"] = "";
     state.task = el("f-task").value; state.model = el("f-model").value; state.outcome = el("f-outcome").value;
     state.flagged = el("f-flagged").checked ? "1" : ""; state.flip = el("f-flip").checked ? "1" : "";
     state.failed = el("f-failed").checked ? "1" : ""; state.q = el("f-search").value;
@@ -214,6 +217,7 @@
     var open = fromHash();
     apply();
     if (open !== false && open !== null && open !== undefined && open !== "") openCase(parseInt(open, 10));
+    else if (open !== false && state["case"] && shown.length) openCase(items[shown[0]].case);
     if (open !== false) root.scrollIntoView();
   }
 
