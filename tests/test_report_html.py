@@ -35,6 +35,7 @@ from pytest_evalmine.reports.labelling import (
     label_next,
     pair_id,
 )
+from pytest_evalmine.reports.suite_index import suite_index_html
 from pytest_evalmine.suite.loader import CriterionLabel
 
 from .conftest import latest_report
@@ -609,3 +610,37 @@ def test_the_page_stays_within_its_size_budget() -> None:
     assert (len(page) - fixed - texts) / len(answers) <= 800
     assert page.count(answers[1]["text"].encode()) == 1  # each answer's text embedded once
     assert b"default-src 'none'" in page and b"<link" not in page
+
+
+def test_the_suites_index_lists_its_runs_newest_first_with_verdicts_cost_and_flags(
+    tmp_path: Path,
+) -> None:
+    suite_dir = tmp_path / "small"
+    older, newer, broken = (suite_dir / f"2026113{i}T000000.000Z-run" for i in (0, 1, 2))
+    for folder in (older, newer, broken):
+        folder.mkdir(parents=True)
+    first = report_doc(True)
+    first.update(created_utc="2026-11-30T00:00:00Z", partial=True, partial_reason="cap reached")
+    first["gate"] = {"verdict": "hold"}
+    second = report_doc(False, candidate=HOSTILE)
+    second.update(created_utc="2026-11-31T00:00:00Z", redactions=2)
+    second["regressions"] = {"tasks": ["triage"], "failed": [{"case": "c1"}]}
+    (older / "report.json").write_text(json.dumps(first))
+    (newer / "report.json").write_text(json.dumps(second))
+    (broken / "report.json").write_text("{not json")
+    (suite_dir / "notes").write_text("not a run folder")
+    (suite_dir / "latest.json").write_text(json.dumps({"run_id": newer.name}))
+    page = suite_index_html(suite_dir)
+    assert HOSTILE not in page and "default-src 'none'" in page
+    body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
+    rows = body.split("</tr>")[:-1]
+    assert len(rows) == 3
+    assert broken.name in rows[0] and "unreadable" in rows[0]
+    assert f'<a href="{newer.name}/report.html">' in rows[1]
+    cells = [html_unescape(c) for c in re.findall(r"<td>(.*?)</td>", rows[1])]
+    assert cells[2] == f"fake/alpha, {HOSTILE}" and cells[3] == "UNCALIBRATED"
+    assert cells[5] == "$0.0100"
+    assert cells[6] == "latest; REGRESSIONS FAILED; 2 key(s) redacted"
+    cells = [html_unescape(c) for c in re.findall(r"<td>(.*?)</td>", rows[2])]
+    assert cells[0] == "2026-11-30T00:00:00Z" and cells[3] == "ELIGIBLE; gate hold"
+    assert cells[4] == "fake/alpha 2/2" and cells[6] == "PARTIAL (cap reached)"
