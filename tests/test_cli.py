@@ -3,6 +3,7 @@ help, and one run of the installed entry point."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -137,7 +138,10 @@ def test_runs_and_last(capsys: pytest.CaptureFixture[str], stored: Path) -> None
     code, out, _ = run(capsys, stored, "runs", "small")
     assert code == 0
     assert [line.split()[0] for line in out.splitlines()[2:]] == [first, second]
-    assert "6/6" in out and "eligible" in out
+    # The headline column is the stored run's: eligible, or flagged UNCALIBRATED.
+    report = json.loads((stored / "reports" / "small" / second / "report.json").read_text())
+    status = "eligible" if report["headline"]["headline_eligible"] else "UNCALIBRATED"
+    assert "6/6" in out and status in out
     assert run(capsys, stored, "runs", "judged.eval.yaml")[1] == out
     code, out, _ = run(capsys, stored, "last", "small")
     assert out == (stored / "reports" / "small" / second / "report.md").read_text()

@@ -132,13 +132,19 @@ def test_judge_request_puts_each_answer_in_its_slot(
     pair = Pair("judged", "reply", "late", BASE, CAND)
     request = judge_request(JUDGE, suite, pair, order, {BASE: BASE_TEXT, CAND: CAND_TEXT}, 1)
     parts = sections(request.prompt)
+    assert list(parts) == ["Task given to the assistant", "Answer 1", "Answer 2", "Your verdict"]
     assert parts["Task given to the assistant"] == "Reply to the customer: my order is late"
-    assert parts["Rubric"] == "Suite rubric: be accurate.\n\nTask rubric: be kind."
     assert parts["Answer 1"] == first
     assert parts["Answer 2"] == second
-    assert '"winner": "1" | "2" | "tie"' in parts["Your verdict"]
+    assert parts["Your verdict"] == "Reply with the JSON object only."
+    # Everything constant is in the system text, the prefix the providers cache.
+    constant = sections(request.system or "")
+    assert list(constant) == ["Reply format", "Rubric"]
+    assert constant["Rubric"] == "Suite rubric: be accurate.\n\nTask rubric: be kind."
+    assert '"winner": "1" | "2" | "tie"' in constant["Reply format"]
+    assert (request.system or "").startswith(SYSTEM_PROMPT + "\n\n## Reply format\n")
+    assert request.cache_system
     assert request.model == JUDGE
-    assert request.system == SYSTEM_PROMPT
     assert "order" in SYSTEM_PROMPT and "length" in SYSTEM_PROMPT
     assert request.schema == VERDICT_SCHEMA
     assert request.temperature == 0.0
@@ -165,15 +171,16 @@ def test_default_rubric_and_partial_rubrics(tmp_path: Path) -> None:
     texts = {BASE: "a", CAND: "b"}
 
     def rubric(suite: Suite) -> str:
-        return sections(judge_request(JUDGE, suite, pair, BASELINE_FIRST, texts).prompt)["Rubric"]
+        request = judge_request(JUDGE, suite, pair, BASELINE_FIRST, texts)
+        return sections(request.system or "")["Rubric"]
 
     assert rubric(make_suite(tmp_path / "none", "", "")) == DEFAULT_RUBRIC
     assert rubric(make_suite(tmp_path / "task", "", "Only the task.")) == "Only the task."
     assert rubric(make_suite(tmp_path / "suite", "Only the suite.", "")) == "Only the suite."
     # A task without a rubric key gets the suite rubric alone.
     fact = Pair("judged", "fact", "sum", BASE, CAND)
-    prompt = judge_request(JUDGE, make_suite(tmp_path / "s"), fact, BASELINE_FIRST, texts).prompt
-    assert sections(prompt)["Rubric"] == "Suite rubric: be accurate."
+    system = judge_request(JUDGE, make_suite(tmp_path / "s"), fact, BASELINE_FIRST, texts).system
+    assert sections(system or "")["Rubric"] == "Suite rubric: be accurate."
 
 
 def test_braces_in_answers_stay_literal(tmp_path: Path) -> None:
@@ -270,7 +277,8 @@ def test_judge_record_fields(tmp_path: Path) -> None:
         "prompt_template_version": PROMPT_TEMPLATE_VERSION,
         "verdict_schema_hash": canonical_sha(VERDICT_SCHEMA),
     }
-    assert PROMPT_TEMPLATE_VERSION == "2"  # 2: each answer's check outcome (M19)
+    # 2: each answer's check outcome (M19); 3: the constant part first, as the system text
+    assert PROMPT_TEMPLATE_VERSION == "3"
 
 
 def test_judge_record_follows_rubrics_not_prompts(tmp_path: Path) -> None:

@@ -206,6 +206,9 @@ def test_pair_to_dict_is_json_with_candidate_verdict_per_pass() -> None:
         "error",
         "error_kind",
         "redactions",
+        # the provider's prompt cache (spec section 14)
+        "cached_input_tokens",
+        "cache_write_tokens",
     }
     assert data["passes"][0]["key"] == "k1"
     assert (data["score"], data["category"], data["flip"], data["outcome"]) == (

@@ -181,10 +181,12 @@ def test_missing_cache_write_alone_falls_back_to_input() -> None:
 
 
 def test_shipped_row_without_cache_write_bills_writes_as_input() -> None:
-    price = load_prices().lookup("openai/gpt-5-mini")
+    price = load_prices().lookup("google/gemini-2.5-flash")
     assert price.cache_write is None
-    # 1000 cache-write tokens at the $0.25 input rate
-    assert price.cost(Usage(cache_write_tokens=1000)) == pytest.approx(0.00025, rel=1e-12)
+    # 1000 cache-write tokens at the $0.30 input rate
+    assert price.cost(Usage(cache_write_tokens=1000)) == pytest.approx(0.0003, rel=1e-12)
+    # OpenAI bills no cache writes before GPT-5.6 (the prompt-caching guide): a rate of 0.
+    assert load_prices().lookup("openai/gpt-5-mini").cache_write == 0.0
 
 
 def test_fake_cost_by_hand() -> None:

@@ -164,7 +164,15 @@ class AnthropicAdapter:
             "max_tokens": request.max_tokens,
             "messages": [{"role": "user", "content": prompt}],
         }
-        if request.system:
+        if request.system and request.cache_system:
+            # One cache breakpoint, at the end of the system block: the provider caches the
+            # prefix up to it (when it is at least the model's minimum cacheable length, else
+            # the call is billed as plain input) and reads it back for the next request that
+            # starts with the same bytes (spec: "Judge", "Prompt cache").
+            body["system"] = [
+                {"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}
+            ]
+        elif request.system:
             body["system"] = request.system
         if request.stop:
             body["stop_sequences"] = list(request.stop)

@@ -47,6 +47,12 @@ class Request:
     # native structured output (a variant's ``schema_mode``); None leaves the choice to the
     # adapter. Not a key field itself: the mode the adapter decides enters the cache key.
     schema_mode: str | None = None
+    # The system text is a prefix many requests share word for word (the judge's instructions
+    # and rubric): an adapter whose provider wants a marker for its prompt cache marks it
+    # (Anthropic's ``cache_control``); the others cache a long shared prefix on their own. Not
+    # a key field: a cache changes the bill, never the answer. It does change the worst case
+    # (a cache write can cost more than plain input: spec "Prices and the budget").
+    cache_system: bool = False
     # For adapters that evaluate an application (task, case, vars) or script a test judge.
     # Not part of the cache key: an adapter whose answer depends on it must say so through
     # ``key_extra``.

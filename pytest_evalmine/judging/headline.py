@@ -70,6 +70,18 @@ class Headline:
     def judge_cost_if_uncached_usd(self) -> float:
         return sum(j.cost_if_uncached_usd for p in self.all_pairs for j in p.calls)
 
+    @property
+    def judge_prompt_cache(self) -> dict[str, int]:
+        """The provider's prompt cache over the judge calls made this run: how many read the
+        cached prefix, and the tokens read from and written to it (report.json)."""
+        made = [j for p in self.all_pairs for j in p.calls if j.attempts and not j.cached]
+        return {
+            "calls": len(made),
+            "read": sum(1 for j in made if j.cached_input_tokens > 0),
+            "cached_input_tokens": sum(j.cached_input_tokens for j in made),
+            "cache_write_tokens": sum(j.cache_write_tokens for j in made),
+        }
+
     def check_overrides(self, candidate: str) -> int:
         return sum(p.check_override for p in self.pairs if p.candidate == candidate)
 
@@ -118,6 +130,7 @@ class Headline:
                 "if_uncached_usd": self.judge_cost_if_uncached_usd,
                 "possibly_billed_usd": self.judge_possibly_billed_usd,
             },
+            "judge_prompt_cache": self.judge_prompt_cache,
         }
 
 

@@ -20,7 +20,9 @@ from ..suite.canonical import sha256_hex
 from ..suite.loader import Suite
 from .pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
 
-PROMPT_TEMPLATE_VERSION = "2"
+# 3: everything constant (instructions, reply format, rubric) moved into the system text, one
+# prefix shared word for word by every pair of a task, for the providers' prompt caches.
+PROMPT_TEMPLATE_VERSION = "3"
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -38,12 +40,21 @@ SYSTEM_PROMPT = (
     "answers is arbitrary and must not influence you; neither must their length. Reply with "
     "JSON only."
 )
+# The judge's system text: the instructions, the reply format, then the rubric (the suite's
+# before the task's), so the part shared by the most requests comes first. Nothing in it
+# depends on the case, the answers or their order: it is the prefix a provider caches.
+SYSTEM_TEMPLATE = """\
+{system_prompt}
+
+## Reply format
+Reply with exactly one JSON object: {{"winner": "1" | "2" | "tie", "reason": "<one sentence>"}}.
+Say "tie" when neither answer is clearly better.
+
+## Rubric
+{rubric}"""
 PROMPT_TEMPLATE = """\
 ## Task given to the assistant
 {task_prompt}
-
-## Rubric
-{rubric}
 
 ## Answer 1
 {answer_1}
@@ -52,8 +63,7 @@ PROMPT_TEMPLATE = """\
 {answer_2}
 
 ## Your verdict
-Reply with exactly one JSON object: {{"winner": "1" | "2" | "tie", "reason": "<one sentence>"}}.
-Say "tie" when neither answer is clearly better."""
+Reply with the JSON object only."""
 UNPARSEABLE = "unparseable"
 # Judge calls sent as one concurrent batch; a larger phase goes out in parts of this size
 # (spec: "Judge"), so its requests are never all in memory at once.
@@ -95,6 +105,12 @@ def rubric_for(suite: Suite, task_id: str) -> str:
     return "\n\n".join(parts) or DEFAULT_RUBRIC
 
 
+def judge_system(suite: Suite, task_id: str) -> str:
+    """The judge's constant prefix for every pair of a task: the same bytes whatever the
+    case, the answers, their order or the repeat."""
+    return SYSTEM_TEMPLATE.format(system_prompt=SYSTEM_PROMPT, rubric=rubric_for(suite, task_id))
+
+
 def task_prompt(suite: Suite, task_id: str, case_id: str) -> str:
     """The task's prompt as the models were asked it for one case."""
     return suite.render(suite.task(task_id), suite.case(task_id, case_id)).prompt
@@ -117,14 +133,14 @@ def judge_request(
     )
     prompt = PROMPT_TEMPLATE.format(
         task_prompt=task_prompt(suite, pair.task, pair.case),
-        rubric=rubric_for(suite, pair.task),
         answer_1=answers[first],
         answer_2=answers[second],
     )
     return Request(
         model=judge_model,
         prompt=prompt,
-        system=SYSTEM_PROMPT,
+        system=judge_system(suite, pair.task),
+        cache_system=True,
         max_tokens=suite.judge.max_tokens,
         temperature=suite.judge.temperature,
         schema=VERDICT_SCHEMA,
@@ -144,11 +160,9 @@ def judge_text_chars(suite: Suite, pair: Pair, answer_chars: int) -> int:
     """The length of ``judge_request``'s system and prompt for answers of ``answer_chars``
     characters together, without building it (the template is filled by plain
     substitution, so lengths add up)."""
-    skeleton = PROMPT_TEMPLATE.format(
-        task_prompt="", rubric=rubric_for(suite, pair.task), answer_1="", answer_2=""
-    )
+    skeleton = PROMPT_TEMPLATE.format(task_prompt="", answer_1="", answer_2="")
     asked = task_prompt(suite, pair.task, pair.case)
-    return len(SYSTEM_PROMPT) + len(skeleton) + len(asked) + answer_chars
+    return len(judge_system(suite, pair.task)) + len(skeleton) + len(asked) + answer_chars
 
 
 def with_check_outcome(record: AnswerRecord) -> str:
@@ -269,6 +283,10 @@ def _needs_retry(pair: Pair, order: str) -> bool:
 
 def _record_pass(pair: Pair, order: str, outcome: Outcome) -> None:
     judge_pass = JudgePass(order=order, **outcome.accounting())
+    if outcome.response is not None and not outcome.cached:
+        usage = outcome.response.usage
+        judge_pass.cached_input_tokens = usage.cached_input_tokens
+        judge_pass.cache_write_tokens = usage.cache_write_tokens
     if outcome.status == OK and outcome.response is not None:
         winner, reason = parse_verdict(outcome.response.text)
         judge_pass.winner_slot = winner

@@ -52,6 +52,10 @@ class JudgePass(CallAccounting):
     reason: str = ""
     error: str | None = None
     error_kind: str | None = None
+    # The provider's prompt cache, for a call made this run (0 when served from the answer
+    # cache): input tokens read from it, and written to it (spec: "Judge", "Prompt cache").
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
     @property
     def candidate_verdict(self) -> str | None:

@@ -430,6 +430,9 @@ def scorecard_section(summary: RunSummary) -> Section:
             f"{len(anomalies)} answer(s), e.g. {first['task']}/{first['case']} "
             f"({first['model']}): {first['anomaly']}"
         )
+    cache = summary.headline.judge_prompt_cache if summary.headline else None
+    if cache and (cache["cached_input_tokens"] or cache["cache_write_tokens"]):
+        section.footer.append(prompt_cache_line(cache))
     judge = summary.headline
     judge_calls = (
         f"; judge calls: {judge.judge_calls_made} made, {judge.judge_calls_cached} cached"
@@ -450,6 +453,16 @@ def scorecard_section(summary: RunSummary) -> Section:
         "outcomes: " + ", ".join(f"{k} {v}" for k, v in summary.outcomes.items())
     )
     return section
+
+
+def prompt_cache_line(cache: dict[str, int]) -> str:
+    """report.json's ``headline.judge_prompt_cache`` in words: the provider's prompt cache
+    over the judge calls made this run (priced at its cache rates in the cost above)."""
+    return (
+        f"prompt cache: judge: {cache['read']:,} of {cache['calls']:,} calls read the cached "
+        f"prefix ({cache['cached_input_tokens']:,} input tokens at the cache-read rate, "
+        f"{cache['cache_write_tokens']:,} written at the cache-write rate)"
+    )
 
 
 def per_task_section(headline: Headline) -> Section:

@@ -40,7 +40,7 @@ class Planned:
         """The most this call can be billed for (``usage.Bounds``)."""
         request = self.request
         text = (request.system or "") + request.prompt + self._sent_schema()
-        return Bounds.of(text, request.max_tokens)
+        return Bounds.of(text, request.max_tokens, request.cache_system)
 
     @property
     def max_input_tokens(self) -> int:
@@ -50,7 +50,7 @@ class Planned:
     def max_cost_usd(self) -> float:
         """Strict upper bound, reserved before the call: the input bound and all of
         max_tokens. No call is costed above it (``checked_usage``)."""
-        return self.price.cost(self.bounds.worst_case)
+        return self.price.cost(self.bounds.worst_case(self.price))
 
     def max_cost_for(self, text_chars: int) -> float:
         """The reservation of a request like this one whose system and prompt are
@@ -58,9 +58,8 @@ class Planned:
         yet)."""
         schema_bytes = len(self._sent_schema().encode())
         input_tokens = text_chars + schema_bytes + RESERVE_OVERHEAD_TOKENS
-        return self.price.cost(
-            Usage(input_tokens=input_tokens, output_tokens=self.request.max_tokens)
-        )
+        bounds = Bounds(input_tokens, self.request.max_tokens, self.request.cache_system)
+        return self.price.cost(bounds.worst_case(self.price))
 
     def checked_usage(self, usage: Usage, text: str) -> Usage:
         """The provider's counts for an answer ``text``, or what the call is costed at when

@@ -28,15 +28,25 @@ class Bounds:
 
     input_tokens: int
     output_tokens: int
+    # The request marks a prefix for the provider's prompt cache (``Request.cache_system``):
+    # its input may be billed as cache writes, which cost more than plain input (Anthropic
+    # 1.25x, OpenAI from GPT-5.6 on 1.25x).
+    writes_cache: bool = False
 
     @classmethod
-    def of(cls, input_text: str, max_tokens: int) -> Bounds:
+    def of(cls, input_text: str, max_tokens: int, writes_cache: bool = False) -> Bounds:
         """Bounds of a call sending ``input_text`` (system, prompt and schema) and asking
         for at most ``max_tokens``."""
-        return cls(len(input_text.encode("utf-8")) + RESERVE_OVERHEAD_TOKENS, max_tokens)
+        input_tokens = len(input_text.encode("utf-8")) + RESERVE_OVERHEAD_TOKENS
+        return cls(input_tokens, max_tokens, writes_cache)
 
-    @property
-    def worst_case(self) -> Usage:
+    def worst_case(self, price: PriceRow) -> Usage:
+        """The counts the reservation is priced at: every input token at the dearest rate
+        the call can be billed (a cache write, when it may write one and that costs more),
+        and all of max_tokens. No prompt-cache read is assumed: it could only cost less."""
+        write = price.cache_write
+        if self.writes_cache and write is not None and write > price.input:
+            return Usage(cache_write_tokens=self.input_tokens, output_tokens=self.output_tokens)
         return Usage(input_tokens=self.input_tokens, output_tokens=self.output_tokens)
 
 
@@ -57,9 +67,9 @@ def checked_usage(usage: Usage, text: str, bounds: Bounds, price: PriceRow) -> U
     counts = usage.token_counts()
     negative = [f"{name} {value} < 0" for name, value in counts.items() if value < 0]
     if negative:
-        return _worst_case(bounds, negative)
+        return _worst_case(bounds, price, negative)
     if usage.reported and counts["output_tokens"] == 0 and text:
-        return _worst_case(bounds, ["output_tokens 0 for a non-empty answer"])
+        return _worst_case(bounds, price, ["output_tokens 0 for a non-empty answer"])
     problems = []
     if counts["output_tokens"] > bounds.output_tokens:
         problems.append(
@@ -72,13 +82,13 @@ def checked_usage(usage: Usage, text: str, bounds: Bounds, price: PriceRow) -> U
         for name in _INPUT_SIDE:
             counts[name] = counts[name] * bounds.input_tokens // total_input
     checked = dataclasses.replace(usage, **counts)
-    if price.cost(checked) > price.cost(bounds.worst_case):
-        return _worst_case(bounds, [*problems, "costs more than the reservation"])
+    if price.cost(checked) > price.cost(bounds.worst_case(price)):
+        return _worst_case(bounds, price, [*problems, "costs more than the reservation"])
     if not problems:
         return usage
     return dataclasses.replace(checked, anomaly="clamped: " + "; ".join(problems))
 
 
-def _worst_case(bounds: Bounds, problems: list[str]) -> Usage:
+def _worst_case(bounds: Bounds, price: PriceRow, problems: list[str]) -> Usage:
     note = "clamped: " + "; ".join([*problems, WORST_CASE_NOTE])
-    return dataclasses.replace(bounds.worst_case, anomaly=note)
+    return dataclasses.replace(bounds.worst_case(price), anomaly=note)
