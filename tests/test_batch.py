@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -35,7 +36,7 @@ from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.store import SCHEMA_VERSION, Store
 from tests.batch_run import KEY_ENV, MODELS, dispatcher, requests_for
 from tests.batch_servers import INPUT_TOKENS, OUTPUT_TOKENS, BatchProvider, ProviderServer
-from tests.conftest import SMALL_SUITE, latest_report, newest_run_dir
+from tests.conftest import SMALL_SUITE, latest_answers, latest_report, newest_run_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 PRICES = load_prices()
@@ -584,3 +585,49 @@ def test_a_run_killed_before_it_stored_the_batch_id_finds_the_batch_by_its_label
     assert [o.status for o in again] == [OK] * 3
     assert provider.batches_created == (1 if found else 2)
     assert Store(cache).batches() == []
+
+
+def test_a_batched_run_writes_a_recording_that_a_fresh_checkout_replays(
+    pytester: pytest.Pytester, server: ProviderServer
+) -> None:
+    pytester.makefile(".eval.yaml", small=BATCH_SUITE)
+    first = pytester.runpytest(*_flags(server, "--evalmine-recording=beside"))
+    answers = {(r["task"], r["case"], r["model"]): r["text"] for r in latest_answers(pytester.path)}
+    recording = pytester.path / "small.eval.recording.jsonl"
+    rows = [json.loads(line) for line in recording.read_text().splitlines()]
+    assert len([row for row in rows if "key" in row]) == 6  # six answers (and the adapter)
+    shutil.rmtree(pytester.path / ".evalmine")  # a fresh checkout: the recording alone
+    replay = pytester.runpytest(
+        *_flags(server, "--evalmine-recording=beside"), "--evalmine-record=none"
+    )
+    assert replay.ret == first.ret
+    report = latest_report(pytester.path)
+    assert report["calls"] == {"made": 0, "cached": 6} and report["cost"]["spent_usd"] == 0
+    replayed = {
+        (r["task"], r["case"], r["model"]): r["text"] for r in latest_answers(pytester.path)
+    }
+    assert replayed == answers
+    assert server.provider.batches_created == 1
+
+
+def test_a_ctrl_c_while_waiting_leaves_the_calls_in_their_batch(
+    provider: BatchProvider, server: ProviderServer, tmp_path: Path
+) -> None:
+    import threading
+
+    provider.polls_to_end = -1
+    batch = session()
+    run = dispatcher(server.url, str(tmp_path / "c.sqlite"), batch=batch)
+    planned = run.plan(requests_for(3, "openai"))
+    # What the first Ctrl-C sets (Dispatcher._on_interrupt), once the batch is polled.
+    threading.Thread(
+        target=lambda: (
+            _wait_for(lambda: provider.polls >= 2, "polls"),
+            setattr(run, "interrupted", True),
+        )
+    ).start()
+    outcomes = run.run_each(planned)
+    assert {o.error_kind for o in outcomes} == {IN_BATCH}
+    assert all("interrupted (Ctrl-C): still in batch" in o.error for o in outcomes)
+    assert [b["state"] for b in run.store.batches()] == ["submitted"]
+    assert batch.to_json()["waiting"][0]["calls"] == 3
