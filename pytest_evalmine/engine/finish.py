@@ -181,12 +181,13 @@ def finish_run(
 
 
 def _replaced(summary: RunSummary, **changes: Any) -> RunSummary:
-    """``dataclasses.replace`` keeping the ranking report.json already built (its bootstrap
-    fits every draw; the notes and changes replaced here are no part of it), so the sections
-    read it instead of fitting it again."""
+    """``dataclasses.replace`` keeping the ranking and power figures report.json already built
+    (bootstraps and posterior draws; the notes and changes replaced here are no part of
+    them), so the sections read them instead of drawing them again."""
     copy = dataclasses.replace(summary, **changes)
-    if "ranking" in summary.__dict__:
-        copy.__dict__["ranking"] = summary.__dict__["ranking"]
+    for built in ("ranking", "power"):
+        if built in summary.__dict__:
+            copy.__dict__[built] = summary.__dict__[built]
     return copy
 
 

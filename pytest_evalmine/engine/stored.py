@@ -5,7 +5,7 @@ call or a cent. The ``evalmine`` command and the MCP server read runs only throu
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ class StoredRun:
         return load_report(self.report_path)
 
     def records(self) -> list[AnswerRecord]:
-        return [AnswerRecord.from_dict(row) for row in _read_jsonl(self.run_dir / "answers.jsonl")]
+        return _records(_read_jsonl(self.run_dir / "answers.jsonl"))
 
     def pairs(self) -> list[Pair]:
         return [Pair.from_dict(row) for row in _read_jsonl(self.run_dir / "pairs.jsonl")]
@@ -91,12 +91,51 @@ def case_changes(
         return None, f"the cases of run {previous.get('run_id')} cannot be read: {exc}"
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+# answers.jsonl's fields that hold a string of their own in every row: never shared.
+_OWN_STRINGS = frozenset(("key", "text", "provider_request_id", "error"))
+
+
+def _records(rows: Iterable[dict[str, Any]]) -> list[AnswerRecord]:
+    """Records from answers.jsonl's rows, holding once each string that many rows repeat
+    (names, outcomes, the checks' keys and messages): json gives every row copies of its
+    own, and the answers of the run a 10,000-case rerun compares with weighed some 25 MB
+    more so."""
+    shared: dict[str, str] = {}
+
+    def once(value: Any) -> Any:
+        return shared.setdefault(value, value) if isinstance(value, str) else value
+
+    records = []
+    for row in rows:
+        for name, value in row.items():
+            if name in _OWN_STRINGS:
+                continue
+            if name == "checks" and isinstance(value, list):
+                row[name] = [
+                    {once(k): once(v) for k, v in check.items()}
+                    if isinstance(check, dict)
+                    else check
+                    for check in value
+                ]
+            elif name == "tokens" and isinstance(value, dict):
+                row[name] = {once(k): v for k, v in value.items()}
+            else:
+                row[name] = once(value)
+        records.append(AnswerRecord.from_dict(row))
+    return records
+
+
+def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """The rows of a jsonl file, read a line at a time: a caller that turns each into an
+    object holds neither the file's text nor every row's dict at once (the answers of the run
+    a 10,000-case rerun compares with were its largest thing in memory)."""
     if not path.is_file():
-        return []
+        return
     try:
-        lines = path.read_text("utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
+        with path.open(encoding="utf-8") as stream:
+            for line in stream:
+                if line.strip():
+                    yield json.loads(line)
     except (OSError, ValueError) as exc:
         raise EvalmineError(f"{path}: cannot read: {exc}") from None
 

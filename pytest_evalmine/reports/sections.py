@@ -22,7 +22,7 @@ from .compare import routing_note
 from .cross_run import cross_run_lines
 from .labelling import label_next, nothing_to_label
 from .power_section import TITLE as POWER_TITLE
-from .power_section import power_lines, summary_power
+from .power_section import power_lines
 from .ranking_section import TITLE as RANKING_TITLE
 from .ranking_section import ranking_lines
 from .render import HEADERS, money, number, percent, proportion_text, scorecard_rows
@@ -679,7 +679,7 @@ def report_sections(summary: RunSummary) -> list[Section]:
         sections.append(paired_section([c.to_dict() for c in summary.paired]))
     if summary.ranking is not None:
         sections.append(ranking_section(summary.ranking))
-    sections.append(power_section(summary_power(summary)))
+    sections.append(power_section(summary.power))
     if summary.changes is not None:
         sections.append(changes_section(summary.changes))
     return sections

@@ -91,6 +91,12 @@ class RunSummary:
         and the sections both read it."""
         return summary_ranking(self)
 
+    @cached_property
+    def power(self) -> dict[str, Any]:
+        """report.json's ``power``, built once: its kappa intervals draw their posteriors,
+        and report.json, report.md and the terminal's sections all read it."""
+        return summary_power(self)
+
     @property
     def builds(self) -> str | None:
         """``MODEL digest D, ...`` for the models whose adapter recorded the weights
@@ -297,7 +303,7 @@ class RunSummary:
             "binary_judges": self.binary.to_dict() if self.binary else None,
             "binary_judges_note": self.binary_note,
             "paired": [comparison.to_dict() for comparison in self.paired],
-            "power": summary_power(self),
+            "power": self.power,
             "ranking": self.ranking,
             "gate": self.gate.to_dict() if self.gate else None,
             "regressions": {
