@@ -30,7 +30,8 @@ class SharedRows:
     prompt (its row in ``case_list``), so a labelling entry names them instead of carrying a
     second copy: with 10,000 pairs the copies were a third of the page."""
 
-    answers: dict[tuple[str, str, str], tuple[int, dict[str, Any]]]  # repeat 0's rows
+    records: Sequence[dict[str, Any]]
+    answers: dict[tuple[str, str, str], int]  # repeat 0's rows
     cases: list[dict[str, Any]]
     case_index: dict[str, int]
 
@@ -42,21 +43,21 @@ class SharedRows:
         case_index: dict[str, int],
     ) -> SharedRows:
         answers = {
-            (r["task"], r["case"], r["model"]): (row, r)
+            (r["task"], r["case"], r["model"]): row
             for row, r in enumerate(records)
             if not r.get("repeat")
         }
-        return cls(answers, cases, case_index)
+        return cls(records, answers, cases, case_index)
 
     def answer_row(
         self, task: str, case: str, model: str, text: str, checks: list[dict[str, Any]]
     ) -> int | None:
         """The row of this answer when it shows ``text`` and ``checks``, else None (then the
         entry keeps its own copy)."""
-        found = self.answers.get((task, case, model))
-        if found is None:
+        row = self.answers.get((task, case, model))
+        if row is None:
             return None
-        row, record = found
+        record = self.records[row]
         shown = record.get("text") or record.get("error") or ""
         return row if shown == text and check_rows(record.get("checks")) == checks else None
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from ..judging.headline import DAGGER
 from ..redaction import redact
+from ..run.records import AnswerRecord
 from .html_page import html_pieces
 from .render import markdown_table, money
 from .sections import Section, flagged, number, percent, report_sections
@@ -39,8 +40,8 @@ def write_run(
     suite_dir = report_root / summary.suite_name
     run_dir = suite_dir / summary.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    # The rows as the files hold them, built once: report.html's cases view reads them too.
-    answers = [r.to_dict() for r in summary.records]
+    # The rows as the files hold them; report.html's cases view reads them too.
+    answers = AnswerRows(summary.records)
     atomic_write(run_dir / "answers.jsonl", jsonl_lines(answers))
     pairs = summary.headline.pair_dicts if summary.headline else []
     if summary.headline is not None:
@@ -62,6 +63,30 @@ def write_run(
         atomic_write(suite_dir / "latest.json", json.dumps(pointer, indent=2) + "\n")
     atomic_write(suite_dir / "index.html", suite_index_html(suite_dir))
     return run_dir
+
+
+class AnswerRows(Sequence[dict[str, Any]]):
+    """answers.jsonl's rows, each built when it is read (``AnswerRecord.to_dict``, which
+    shares the record's lists): report.html reads them several times, and 20,000 rows held at
+    once as dicts were some 25 MB more at the end of a large run."""
+
+    def __init__(self, records: Sequence[AnswerRecord]) -> None:
+        self._records = records
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return [record.to_dict() for record in self._records[index]]
+        return self._records[index].to_dict()
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (record.to_dict() for record in self._records)
 
 
 def jsonl_lines(rows: Iterable[Any]) -> Iterator[str]:
