@@ -55,6 +55,8 @@ class BatchProvider:
     expire: bool = False
     # A poll answered 500 once every N polls (0: never).
     flaky_polls: int = 0
+    # A compatible server without /v1/files and /v1/batches (404), answering online only.
+    no_batch_api: bool = False
     batches: dict[str, Batch] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
     batches_created: int = 0
@@ -128,6 +130,8 @@ class BatchProvider:
         if method == "POST" and path == "/chat/completions":
             self.online_calls += 1
             return Reply.json(200, self._chat(received.body))
+        if self.no_batch_api and (path == "/files" or path.startswith("/batches")):
+            return Reply.json(404, {"error": {"message": f"no route {path}"}})
         if method == "POST" and path == "/files":
             content = _multipart_file(received)
             file_id = self._new_id("file-")

@@ -631,3 +631,24 @@ def test_a_ctrl_c_while_waiting_leaves_the_calls_in_their_batch(
     assert all("interrupted (Ctrl-C): still in batch" in o.error for o in outcomes)
     assert [b["state"] for b in run.store.batches()] == ["submitted"]
     assert batch.to_json()["waiting"][0]["calls"] == 3
+
+
+def test_an_endpoint_without_a_batch_api_runs_online_at_the_online_price(
+    provider: BatchProvider, server: ProviderServer, tmp_path: Path
+) -> None:
+    provider.no_batch_api = True
+    batch = session()
+    run = dispatcher(server.url, str(tmp_path / "c.sqlite"), batch=batch)
+    requests = requests_for(3, "openai")
+    first = run.run_each(run.plan(requests))
+    assert [o.status for o in first] == [OK] * 3 and provider.online_calls == 3
+    model = MODELS["openai"]
+    assert all(o.cost_usd == pytest.approx(online_cost(model), rel=1e-9) for o in first)
+    assert all(o.attempts == 1 for o in first)
+    assert batch.to_json()["calls"] == {"openai": {"batched": 0, "online": 3}}
+    # Planned online from then on: the next requests are priced and sent as online calls.
+    more = [Request(model=model, prompt=f"later {i}", max_tokens=64) for i in range(2)]
+    planned = run.plan(more)
+    assert planned[0].price.input == ONLINE[model].input
+    assert [o.status for o in run.run_each(planned)] == [OK] * 2
+    assert provider.online_calls == 5 and provider.batches_created == 0

@@ -38,6 +38,11 @@ LOG_EVERY_S = 30.0
 GATHER_S = 0.05
 # A call still waiting when the wait bound passed (or at a Ctrl-C).
 IN_BATCH = "in_batch"
+# The server has no batch API (an OpenAI-compatible endpoint without /v1/batches answers
+# 404): its calls go online, at the online price, whatever ``fallback`` says.
+NO_BATCH_API = "batch_unsupported"
+# Statuses of a refused submission that say the server has no batch API at all.
+_NO_API_STATUSES = frozenset({404, 405, 501})
 # Failures (of polls, of reading results) in a row before a batch's calls are given up;
 # a restarting server fails a few polls and is then polled again.
 MAX_POLL_FAILURES = 20
@@ -49,6 +54,7 @@ _UNBILLED = frozenset(
         "batch_canceled",
         "batch_failed",
         "batch_not_submitted",
+        NO_BATCH_API,
     }
 )
 
@@ -153,6 +159,8 @@ class BatchSession:
     # batch id -> calls of this run still in it when the run stopped waiting
     waiting: dict[str, int] = field(default_factory=dict)
     _wires: dict[int, BatchWire | None] = field(default_factory=dict)
+    # Wires (by id) whose server turned out to have no batch API: planned online from then on.
+    unsupported: set[int] = field(default_factory=set)
     _last_line: dict[str, float] = field(default_factory=dict)
 
     def wire(self, adapter: Adapter) -> BatchWire | None:
@@ -161,7 +169,9 @@ class BatchSession:
         return self._wires[id(adapter)]
 
     def takes(self, adapter: Adapter) -> bool:
-        return self.wire(adapter) is not None
+        """Whether calls of ``adapter`` are planned as batched (at the batch price)."""
+        wire = self.wire(adapter)
+        return wire is not None and id(wire) not in self.unsupported
 
     def count(self, provider: str, way: str) -> None:
         counts = self.calls.setdefault(provider, {"batched": 0, "online": 0})
@@ -244,7 +254,9 @@ class Batcher:
         self._where: dict[str, _Tracked] = {}
 
     def takes(self, item: Planned) -> bool:
-        return self.session.takes(item.adapter)
+        """Whether ``item`` waits here: every call of a batched provider, also once its
+        server proved to have no batch API (it is then handed back at once, to go online)."""
+        return self.session.wire(item.adapter) is not None
 
     async def result(self, item: Planned) -> ItemResult:
         """The call's result once its batch ended (or it stopped waiting: ``IN_BATCH``)."""
@@ -305,6 +317,11 @@ class Batcher:
             group = grouping(item.request) if grouping is not None else ""
             by_wire.setdefault((id(wire), group), (wire, group, []))[2].append(item)
         for wire, group, planned in by_wire.values():
+            if id(wire) in self.session.unsupported:
+                for item in planned:
+                    gone = ItemResult(item.key, error_kind=NO_BATCH_API, error="no batch API")
+                    _settle(waiting.pop(item.key), gone)
+                continue
             keyed = {item.key: item for item in planned}
             entries = [(item.key, wire.entry(item.key, item.request)) for item in planned]
             for chunk in split_entries(entries, wire.max_requests, wire.max_bytes, 256):
@@ -364,6 +381,9 @@ class Batcher:
             if not billed:
                 self.store.batch_forgotten(local_id)
             kind = "batch_submit_lost" if billed else "batch_not_submitted"
+            if not billed and exc.status in _NO_API_STATUSES:
+                kind = NO_BATCH_API
+                self.session.unsupported.add(id(wire))
             reason = f"the batch of {len(chunk)} call(s) was not accepted: {exc.kind}: {exc}"
             for custom_id, _ in chunk:
                 failed = ItemResult(custom_id, error_kind=kind, error=reason)
@@ -530,7 +550,10 @@ async def batched_call(
             dispatcher.store.keep_as_possibly_billed(reservation)
         else:
             dispatcher.store.release(reservation)
-        if not batcher.session.settings.fallback_online or dispatcher.interrupted:
+        online_anyway = result.error_kind == NO_BATCH_API  # as a provider without one runs
+        if not (batcher.session.settings.fallback_online or online_anyway) or (
+            dispatcher.interrupted
+        ):
             return Outcome(
                 item.key,
                 ERROR,
@@ -552,6 +575,8 @@ async def batched_call(
         batcher.session.count(name, "online")
         async with dispatcher._gates[name]:
             outcome = await dispatcher._call(online, again)
+        if online_anyway:
+            return outcome  # never sent by batch: its one try is the online one
         return dataclasses.replace(outcome, attempts=outcome.attempts + 1)
     finally:
         batcher.handled(item)
