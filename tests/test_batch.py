@@ -652,3 +652,15 @@ def test_an_endpoint_without_a_batch_api_runs_online_at_the_online_price(
     assert planned[0].price.input == ONLINE[model].input
     assert [o.status for o in run.run_each(planned)] == [OK] * 2
     assert provider.online_calls == 5 and provider.batches_created == 0
+
+
+def test_a_bug_reading_a_batch_leaves_its_calls_in_batch_instead_of_hanging(
+    server: ProviderServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(self: Any, batch_id: str) -> Any:
+        raise KeyError("a shape nobody expected")
+
+    monkeypatch.setattr(batch_openai.OpenAIBatch, "poll", broken)
+    _run, outcomes = run(server, tmp_path / "c.sqlite", requests_for(2, "openai"))
+    assert {o.error_kind for o in outcomes} == {IN_BATCH}
+    assert all("could not be read (KeyError" in o.error for o in outcomes)

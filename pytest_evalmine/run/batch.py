@@ -422,9 +422,18 @@ class Batcher:
             "counts": {},
         }
         self.session.progress(tracked, None, final=True)
-        task = asyncio.ensure_future(self._poll(tracked))
+        task = asyncio.ensure_future(self._poll_guarded(tracked))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _poll_guarded(self, tracked: _Tracked) -> None:
+        """``_poll``; a bug in reading a batch (a wire's, or ours) never leaves its calls
+        waiting for ever: they end still in the batch, for a rerun to collect."""
+        try:
+            await self._poll(tracked)
+        except Exception as exc:
+            reason = f"batch {tracked.batch_id} could not be read ({exc!r}); rerun to collect it"
+            self._give_up(tracked, IN_BATCH, reason)
 
     async def _poll(self, tracked: _Tracked) -> None:
         failures = 0
