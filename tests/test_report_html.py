@@ -289,6 +289,11 @@ def test_charts_are_svg_written_by_the_code() -> None:
     # The heatmap scales too (a viewBox, no fixed width); each row links to its cases.
     assert re.search(r'<svg [^>]*viewBox="0 0 428 182"[^>]*id="confusion-heatmap"', page)
     assert '<a class="wr-name" href="#cases?task=triage&amp;model=fake%2Fbeta">' in page
+    # and so do the calibration's per-task rows and the scorecard's models
+    report = report_doc(False)
+    report["headline"]["calibration"]["per_task"] = [{"task": "triage", "n": 5, "kappa": 0.5}]
+    assert '<td><a href="#cases?task=triage">triage</a></td>' in render_html(report, [])
+    assert '<td><a href="#cases?model=fake%2Falpha">fake/alpha (baseline)</a></td>' in page
 
 
 def test_old_or_partial_reports_render_without_failing() -> None:

@@ -375,6 +375,8 @@ def _win_rates(headline: dict[str, Any]) -> str:
 
 def _scorecard(report: dict[str, Any]) -> str:
     rows = []
+    # each model's row links to its answers in the cases view
+    models = [_cases_href(model=str(row.get("model"))) for row in report.get("scorecard") or []]
     for row in report.get("scorecard") or []:
         schema = row.get("schema_all") or {}
         rows.append(
@@ -394,7 +396,7 @@ def _scorecard(report: dict[str, Any]) -> str:
     sandbox_p = f"<p>{_e(SANDBOX_LINES[sandbox])}</p>" if sandbox in SANDBOX_LINES else ""
     return (
         '<section id="scorecard"><h2>Scorecard</h2>'
-        + _table(headers, rows)
+        + _table(headers, rows, links=models)
         + f"<p>Cost {_usd(cost.get('spent_usd'))} this run, {_usd(cost.get('if_uncached_usd'))}"
         f" if uncached; cap {_usd(cost.get('cap_usd'))} ({_e(cost.get('cap_source', ''))}); "
         f"prices pinned {_e(cost.get('prices_pinned', ''))}.</p>{sandbox_p}</section>"
@@ -761,21 +763,28 @@ def _e(value: Any) -> str:
 
 
 def _table(
-    headers: Sequence[str], rows: Sequence[Sequence[str]], *, task_links: bool = False
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    task_links: bool = False,
+    links: Sequence[str] | None = None,
 ) -> str:
     """A table in its own scrolling box (a wide table never widens the page). ``task_links``:
-    the first cell is a task id, linked to the cases view filtered to it."""
+    the first cell is a task id, linked to the cases view filtered to it; ``links``: each
+    row's first cell links there instead (an escaped href per row)."""
+    if task_links:
+        links = [_cases_href(task=row[0]) for row in rows]
     head = "".join(f"<th>{_e(h)}</th>" for h in headers)
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td><a href="{_cases_href(task=c)}">{_e(c)}</a></td>'
-            if task_links and i == 0
+            f'<td><a href="{links[r]}">{_e(c)}</a></td>'
+            if links and i == 0
             else f"<td>{_e(c)}</td>"
             for i, c in enumerate(row)
         )
         + "</tr>"
-        for row in rows
+        for r, row in enumerate(rows)
     )
     return (
         f'<div class="table-wrap"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
