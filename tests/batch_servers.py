@@ -48,6 +48,8 @@ class BatchProvider:
     failures: dict[str, str] = field(default_factory=dict)
     fail_when: Callable[[str], str | None] | None = None
     out_of_order: bool = True
+    # Gemini's inline responses echo each request's metadata (else: none, in request order).
+    gemini_echoes_keys: bool = True
     malformed_line: bool = False
     # Cancel every batch: half answered, the rest canceled.
     cancel: bool = False
@@ -389,7 +391,10 @@ class BatchProvider:
                     results.append(
                         {"response": self._gemini_answer(text), "metadata": {"key": key}}
                     )
-                if self.out_of_order:
+                if not self.gemini_echoes_keys:
+                    for result in results:
+                        result.pop("metadata")
+                elif self.out_of_order:
                     random.Random(self.seed).shuffle(results)
                 batch.gemini_results = results
             self.results_read += 1

@@ -227,6 +227,24 @@ def test_gemini_batches_hold_one_model_each_and_keep_the_reasons(
     assert sorted(len(b.requests) for b in provider.batches.values()) == [2, 3]
 
 
+def test_gemini_responses_without_their_keys_are_matched_by_position(
+    provider: BatchProvider, server: ProviderServer, tmp_path: Path
+) -> None:
+    # Gemini's reference: inline responses come in the order of the requests; a response
+    # need not echo the metadata the request carried.
+    provider.gemini_echoes_keys = False
+    requests = requests_for(4, "google")
+    probe = dispatcher(server.url, str(tmp_path / "p.sqlite"), batch=None)
+    keys = [p.key for p in probe.plan(requests)]
+    provider.failures = {keys[2]: "errored"}
+    _first, outcomes = run(server, tmp_path / "c.sqlite", requests)
+    assert [o.status for o in outcomes] == [OK, OK, ERROR, OK]
+    for request, outcome in zip(requests, outcomes, strict=True):
+        if outcome.status == OK:  # each answer is its own request's, not a neighbour's
+            assert outcome.response.text == BatchProvider.answer_text(request.prompt)
+    assert outcomes[2].error_kind == "batch_errored"
+
+
 def test_an_expired_openai_batch_keeps_its_partial_results(
     provider: BatchProvider, server: ProviderServer, tmp_path: Path
 ) -> None:

@@ -12,6 +12,7 @@ succeeded, message} | {type: errored, error} | {type: canceled} | {type: expired
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -110,7 +111,12 @@ class AnthropicBatch:
         )
 
     async def results(
-        self, batch_id: str, status: BatchStatus, requests: dict[str, Request], elapsed_s: float
+        self,
+        batch_id: str,
+        status: BatchStatus,
+        requests: dict[str, Request],
+        elapsed_s: float,
+        sent_order: Sequence[str] = (),
     ) -> list[ItemResult]:
         url = status.results.get("results_url")
         if not isinstance(url, str) or not url:

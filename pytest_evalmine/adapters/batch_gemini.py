@@ -7,12 +7,14 @@ Wire format (Gemini API reference, "Batch Mode"): ``POST
 ``batches/{id}``; ``GET /v1beta/batches/{id}`` reads it: ``metadata.state``
 (BATCH_STATE_PENDING, _RUNNING, _SUCCEEDED, _FAILED, _CANCELLED, _EXPIRED), ``done``, and once
 done ``response.inlinedResponses.inlinedResponses``: ``{response | error, metadata: {key}}``
-per request. Inline requests: under 20 MB a batch.
+per request, in the order of the requests (the key is matched when echoed, else the
+position). Inline requests: under 20 MB a batch.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
@@ -140,14 +142,23 @@ class GeminiBatch:
         )  # fmt: skip
 
     async def results(
-        self, batch_id: str, status: BatchStatus, requests: dict[str, Request], elapsed_s: float
+        self,
+        batch_id: str,
+        status: BatchStatus,
+        requests: dict[str, Request],
+        elapsed_s: float,
+        sent_order: Sequence[str] = (),
     ) -> list[ItemResult]:
         if status.failure is not None and not status.results.get("inlined"):
             return [ItemResult(c, error_kind=BATCH_FAILED, error=status.failure) for c in requests]
         results = []
         unreadable = 0
-        for line in status.results.get("inlined") or []:
+        for position, line in enumerate(status.results.get("inlined") or []):
             key = (line.get("metadata") or {}).get("key") if isinstance(line, dict) else None
+            if key is None and isinstance(line, dict) and position < len(sent_order):
+                # The reference: inline responses come in the order of the requests; the
+                # key we sent in each request's metadata is not always echoed back.
+                key = sent_order[position]
             if not isinstance(key, str):
                 unreadable += 1
                 continue

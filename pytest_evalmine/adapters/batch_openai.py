@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from .base import AdapterError, Request, max_response_bytes
@@ -174,7 +175,12 @@ class OpenAIBatch:
         )
 
     async def results(
-        self, batch_id: str, status: BatchStatus, requests: dict[str, Request], elapsed_s: float
+        self,
+        batch_id: str,
+        status: BatchStatus,
+        requests: dict[str, Request],
+        elapsed_s: float,
+        sent_order: Sequence[str] = (),
     ) -> list[ItemResult]:
         if status.failure is not None:
             return [

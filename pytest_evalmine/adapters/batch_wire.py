@@ -9,7 +9,7 @@ call, as adapters do: the orchestration decides what to do with a failure.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -76,8 +76,15 @@ class BatchWire(Protocol):
     # Optional: ``async find(label) -> batch id | None``, the batch submitted with ``label``
     # (ours, in the provider's metadata), for a run killed before it stored the batch's id.
 
+    # ``sent_order``: the batch's custom ids in the order they were sent, for a wire whose
+    # results are matched by position (Gemini's inline responses need not echo the key).
     async def results(
-        self, batch_id: str, status: BatchStatus, requests: dict[str, Request], elapsed_s: float
+        self,
+        batch_id: str,
+        status: BatchStatus,
+        requests: dict[str, Request],
+        elapsed_s: float,
+        sent_order: Sequence[str] = (),
     ) -> list[ItemResult]: ...
 
 

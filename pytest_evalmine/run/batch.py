@@ -449,7 +449,11 @@ class Batcher:
                     elapsed = self.session.clock() - tracked.started
                     requests = {c: item.request for c, item in tracked.items.items()}
                     results = await tracked.wire.results(
-                        tracked.batch_id, status, requests, elapsed
+                        tracked.batch_id,
+                        status,
+                        requests,
+                        elapsed,
+                        self.store.batch_order(tracked.local_id),
                     )
                     self._hand_back(tracked, results)
                     return

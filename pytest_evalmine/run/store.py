@@ -569,6 +569,13 @@ class Store:
             db.execute("DELETE FROM batch_items WHERE local_id = ?", (local_id,))
             db.execute("DELETE FROM batches WHERE local_id = ?", (local_id,))
 
+    def batch_order(self, local_id: str) -> list[str]:
+        """The batch's custom ids in the order they were sent (inserted, one statement)."""
+        rows = self.connection.execute(
+            "SELECT custom_id FROM batch_items WHERE local_id = ? ORDER BY rowid", (local_id,)
+        )
+        return [row[0] for row in rows]
+
     def open_batch_items(self, keys: list[str]) -> dict[str, BatchedItem]:
         """Of ``keys``, those sent in a batch the provider accepted and whose results were
         not all read yet: resumed by polling that batch, never sent again."""
