@@ -123,6 +123,23 @@ def call_count(log: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
+# Proxies from the environment (aiohttp's trust_env) would route loopback traffic away from
+# a test's server.
+PROXY_VARIABLES = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+)
+
+
+def clear_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
 def write_suite(directory: Path, text: str, name: str = "suite.eval.yaml") -> Path:
     path = directory / name
     path.write_text(textwrap.dedent(text))

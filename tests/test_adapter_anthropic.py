@@ -22,6 +22,7 @@ from pytest_evalmine.adapters.base import AdapterError, Request, Response, Usage
 from pytest_evalmine.adapters.http import ClientHolder, retry_after
 from pytest_evalmine.redaction import redact
 
+from .conftest import clear_proxies
 from .http_server import LoopbackServer, Reply, refused_url, running_server
 
 ENV = "EVALMINE_TEST_ANTHROPIC_KEY"
@@ -59,10 +60,7 @@ def error_body(kind: str, message: str) -> dict[str, Any]:
 
 @pytest.fixture(autouse=True)
 def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A proxy from the environment would route loopback traffic away from the test server.
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("all_proxy", raising=False)
+    clear_proxies(monkeypatch)
     monkeypatch.setenv(ENV, KEY)
 
 

@@ -16,6 +16,7 @@ from pytest_evalmine.adapters.base import AdapterError, Request, Response, Usage
 from pytest_evalmine.adapters.http import secrets_in
 from pytest_evalmine.adapters.openai import OpenAIAdapter, accepts_sampling, strict_compatible
 
+from .conftest import clear_proxies
 from .http_server import LoopbackServer, Reply, refused_url, running_server
 
 ENV = "EVALMINE_TEST_OPENAI_KEY"
@@ -76,10 +77,7 @@ def error_body(message: str, kind: str, code: str | int | None) -> dict[str, Any
 
 @pytest.fixture(autouse=True)
 def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    # A proxy from the environment would route loopback traffic away from the test server.
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("all_proxy", raising=False)
+    clear_proxies(monkeypatch)
     monkeypatch.setenv(ENV, KEY)
     monkeypatch.delenv(COMPAT_ENV, raising=False)
 

@@ -36,7 +36,13 @@ from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.store import SCHEMA_VERSION, Store
 from tests.batch_run import KEY_ENV, MODELS, dispatcher, requests_for
 from tests.batch_servers import INPUT_TOKENS, OUTPUT_TOKENS, BatchProvider, ProviderServer
-from tests.conftest import SMALL_SUITE, latest_answers, latest_report, newest_run_dir
+from tests.conftest import (
+    SMALL_SUITE,
+    clear_proxies,
+    latest_answers,
+    latest_report,
+    newest_run_dir,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PRICES = load_prices()
@@ -45,9 +51,7 @@ ONLINE = {m: PRICES.lookup(m) for m in MODELS.values()}
 
 @pytest.fixture(autouse=True)
 def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("all_proxy", raising=False)
+    clear_proxies(monkeypatch)
     monkeypatch.setenv(KEY_ENV, "sk-batch-test-key")
 
 

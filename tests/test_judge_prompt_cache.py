@@ -35,7 +35,7 @@ from pytest_evalmine.run.store import Store
 from pytest_evalmine.run.usage import Bounds, checked_usage
 from pytest_evalmine.suite.loader import Suite, load_suite
 
-from .conftest import latest_report, newest_run_dir
+from .conftest import clear_proxies, latest_report, newest_run_dir
 from .prompt_cache_server import (
     MIN_PREFIX_TOKENS,
     PromptCacheServer,
@@ -80,9 +80,7 @@ JUDGES = {
 
 @pytest.fixture(autouse=True)
 def _environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("all_proxy", raising=False)
+    clear_proxies(monkeypatch)
     monkeypatch.setenv(ENV, KEY)
 
 
