@@ -353,3 +353,37 @@ def test_judging_in_parts_gives_the_verdicts_of_one_batch(
     # One count over the parts, not a count per part.
     shown = re.findall(r"evalmine: (\d+)/(\d+) judge verdicts", parts.stdout.str())
     assert shown and {total for _, total in shown} == {"6"} and shown[-1][0] == "6"
+
+
+CHECKED_JUDGED_SUITE = """
+version: 1
+suite: small
+models: [fake/a, fake/b]
+judge: {model: fake/judge}
+tasks:
+  - id: reply
+    kind: answer
+    prompt: "Reply to {{ text }}"
+    checks: [{contains: {value: help}}]
+    cases:
+      - {id: c1, vars: {text: hello}}
+      - {id: c2, vars: {text: refund}}
+      - {id: c3, vars: {text: where}}
+"""
+
+
+def test_a_cached_rerun_of_checked_answers_estimates_its_judge_calls_as_cached(
+    pytester: pytest.Pytester,
+) -> None:
+    # The pairwise judge sees each answer with its checks' outcome (M19); the estimate built
+    # the judge requests from the bare text, so a fully cached rerun priced every judge call
+    # as new and a tight cap refused a run that costs nothing.
+    pytester.makefile(".eval.yaml", small=CHECKED_JUDGED_SUITE)
+    first = pytester.runpytest("--evalmine-fake")
+    assert first.ret == pytest.ExitCode.TESTS_FAILED  # the fake answers miss "help"
+    paid = latest_report(pytester.path)["cost"]
+    assert paid["judge_spent_usd"] > 0
+    rerun = pytester.runpytest("--evalmine-fake", "--evalmine-max-cost=0.000001")
+    assert rerun.ret == pytest.ExitCode.TESTS_FAILED
+    cost = latest_report(pytester.path)["cost"]
+    assert (cost["estimate_usd"], cost["worst_case_usd"], cost["spent_usd"]) == (0.0, 0.0, 0.0)

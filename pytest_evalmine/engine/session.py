@@ -520,8 +520,10 @@ class EvalSession:
         # The cached first answers, in a few queries (judges see repeat 0 only).
         first = [plan.key for spec, plan in zip(specs, planned, strict=True) if not spec.repeat]
         cached = self.store.answers_of(first) if reads else {}
-        # Per item: the cached answer's text, or None, and the answer's length for sizing.
+        # Per item: the cached answer's text, or None, and the answer's length for sizing;
+        # for the pairs, the text as the pairwise judge sees it (its checks' outcome added).
         answers: dict[tuple[Path, str, str, str], tuple[str | None, int]] = {}
+        judged: dict[tuple[Path, str, str, str], tuple[str | None, int]] = {}
         for spec, plan in zip(specs, planned, strict=True):
             if spec.repeat:
                 continue  # judges see the first answers (repeat 0) only
@@ -529,8 +531,10 @@ class EvalSession:
             key = (spec.suite.path, spec.task.id, spec.case.id, spec.model)
             if hit is not None:
                 answers[key] = (hit.response.text, len(hit.response.text))
+                seen = self._as_judged(spec, hit.response.text)
+                judged[key] = (seen, len(seen or hit.response.text))
             else:
-                answers[key] = (None, CHARS_PER_TOKEN * spec.params.max_tokens)
+                answers[key] = judged[key] = (None, CHARS_PER_TOKEN * spec.params.max_tokens)
         orders = (BASELINE_FIRST, CANDIDATE_FIRST)
         # Requests, or a pair whose two judge calls are built only when their part is
         # estimated (``estimate_requests``): a warm 10,000-case rerun's 20,000 judge
@@ -555,8 +559,8 @@ class EvalSession:
                 for case in task.cases:
                     # judge.pairs: all judges every two models, both orders each
                     for baseline, candidate in model_pairs(models, suite.judge.pairs):
-                        base = answers.get((suite.path, task.id, case.id, baseline))
-                        cand = answers.get((suite.path, task.id, case.id, candidate))
+                        base = judged.get((suite.path, task.id, case.id, baseline))
+                        cand = judged.get((suite.path, task.id, case.id, candidate))
                         if base is None or cand is None:
                             continue
                         if base[0] is not None and cand[0] is not None:
@@ -577,6 +581,30 @@ class EvalSession:
             for call in (entry.requests() if isinstance(entry, _PairCalls) else (entry,))
         )
         return estimate + judging.estimate_requests(requests, JUDGE_BATCH_PASSES)
+
+    def _as_judged(self, spec: ItemSpec, text: str) -> str | None:
+        """A cached answer as the pairwise judge will see it (``with_check_outcome``), so that
+        a rerun's judge calls are estimated as the cached calls they are; None (sized as
+        new) when that needs an execution check or a check of the user's: those run with
+        the items, never for an estimate."""
+        from ..judging.judge import judged_text
+
+        checks = spec.task.checks
+        if any(c.name == EXEC or c.name not in BUILTIN for c in checks):
+            return None
+        if not checks:
+            return text
+        result = score_answer(
+            text,
+            spec.task.schema,
+            checks,
+            spec.case,
+            self.checkers,
+            task=spec.task.id,
+            model=spec.model,
+            refs=spec.task.schema_refs,
+        )
+        return judged_text(text, [check.to_dict() for check in result.checks])
 
     def dispatch(
         self, dispatcher: Dispatcher, specs: list[ItemSpec], planned: list[Planned] | None = None

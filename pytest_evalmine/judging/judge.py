@@ -8,7 +8,7 @@ hash are recorded with every result, so a change to any of them is visible.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -168,8 +168,12 @@ def judge_text_chars(suite: Suite, pair: Pair, answer_chars: int) -> int:
 def with_check_outcome(record: AnswerRecord) -> str:
     """The answer as the judge sees it: its text, then (for a task with checks) the checks'
     outcome, so the judge knows which answer is verifiably right (M19)."""
-    text = record.text or ""
-    own = [c for c in record.checks if c.get("score") is not None]
+    return judged_text(record.text or "", record.checks)
+
+
+def judged_text(text: str, checks: Sequence[Mapping[str, Any]]) -> str:
+    """``with_check_outcome`` from an answer's text and its checks (``Check.to_dict``)."""
+    own = [c for c in checks if c.get("score") is not None]
     if not own:
         return text
     failed = [f"{c['name']}: {c['message']}" for c in own if not c["passed"]]
