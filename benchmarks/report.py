@@ -31,6 +31,12 @@ LOOPBACK = "python benchmarks/bench_loopback.py --cases 200 --latency 0.1 --conc
 CPU = "python benchmarks/bench_loopback.py --cases 200 --latency 0 --concurrency 64"
 CPU_HTTPS = f"{CPU} --https"
 SCALE = "python benchmarks/bench_scale.py --cases"
+# Below this line docs/benchmarks.md holds sections written by hand from other benchmarks
+# (bench_adaptive, bench_batch, ...): a rewrite keeps them.
+KEPT_BELOW = (
+    "<!-- Above: written by benchmarks/report.py. Below: sections from the other benchmarks, "
+    "kept by it. -->"
+)
 
 
 def measure_all(repeat: int, cases: list[int], scale_repeat: int) -> dict[str, Any]:
@@ -212,6 +218,13 @@ def render(
     return "\n".join(lines) + "\n"
 
 
+def with_kept_sections(generated: str, existing: str) -> str:
+    """``generated`` followed by what ``existing`` holds below ``KEPT_BELOW`` (nothing when
+    it has no such line)."""
+    _, found, kept = existing.partition(KEPT_BELOW)
+    return f"{generated}\n{KEPT_BELOW}{kept if found else chr(10)}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=3)
@@ -228,7 +241,9 @@ def main() -> None:
         print(f"wrote {BASELINE}")
         return
     before = json.loads(BASELINE.read_text())
-    args.output.write_text(render(before, now, args.cases, args.repeat, args.scale_repeat))
+    existing = args.output.read_text() if args.output.exists() else ""
+    generated = render(before, now, args.cases, args.repeat, args.scale_repeat)
+    args.output.write_text(with_kept_sections(generated, existing))
     print(f"wrote {args.output}")
 
 
