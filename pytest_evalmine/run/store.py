@@ -13,7 +13,7 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -375,30 +375,24 @@ class Store:
         """``hit`` for every key that is cached, read in batches: one query per batch of keys
         instead of one per key (a warm 10,000-case run reads 40,000 cached calls)."""
         found: dict[str, Hit] = {}
-        for start in range(0, len(keys), _BATCH):
-            batch = keys[start : start + _BATCH]
-            marks = ",".join("?" * len(batch))
-            for row in self.connection.execute(
-                "SELECT a.key, a.response, a.cost_usd, c.run_token, c.owner, c.status, c.error, "
-                "c.error_kind, c.cost_usd, c.possibly_billed_usd, c.attempts FROM answers a "
-                f"LEFT JOIN claims c ON c.key = a.key WHERE a.key IN ({marks})",
-                batch,
-            ):
-                answer = CachedAnswer(response=Response.from_json(row[1]), cost_usd=row[2])
-                found[row[0]] = Hit(answer, None if row[3] is None else Claim(*row[3:]))
+        for row in self._rows_of(
+            "SELECT a.key, a.response, a.cost_usd, c.run_token, c.owner, c.status, c.error, "
+            "c.error_kind, c.cost_usd, c.possibly_billed_usd, c.attempts FROM answers a "
+            "LEFT JOIN claims c ON c.key = a.key WHERE a.key IN ({marks})",
+            keys,
+        ):
+            answer = CachedAnswer(response=Response.from_json(row[1]), cost_usd=row[2])
+            found[row[0]] = Hit(answer, None if row[3] is None else Claim(*row[3:]))
         return found
 
     def answers_of(self, keys: list[str]) -> dict[str, CachedAnswer]:
         """``get`` for every key that is cached, read in batches."""
-        found: dict[str, CachedAnswer] = {}
-        for start in range(0, len(keys), _BATCH):
-            batch = keys[start : start + _BATCH]
-            marks = ",".join("?" * len(batch))
-            for row in self.connection.execute(
-                f"SELECT key, response, cost_usd FROM answers WHERE key IN ({marks})", batch
-            ):
-                found[row[0]] = CachedAnswer(Response.from_json(row[1]), row[2])
-        return found
+        return {
+            row[0]: CachedAnswer(Response.from_json(row[1]), row[2])
+            for row in self._rows_of(
+                "SELECT key, response, cost_usd FROM answers WHERE key IN ({marks})", keys
+            )
+        }
 
     def cached_keys(self, keys: list[str]) -> set[str]:
         """The keys of ``keys`` whose answer is cached, read in batches."""
@@ -579,36 +573,26 @@ class Store:
     def open_batch_items(self, keys: list[str]) -> dict[str, BatchedItem]:
         """Of ``keys``, those sent in a batch the provider accepted and whose results were
         not all read yet: resumed by polling that batch, never sent again."""
-        found: dict[str, BatchedItem] = {}
-        for start in range(0, len(keys), _BATCH):
-            batch = keys[start : start + _BATCH]
-            marks = ",".join("?" * len(batch))
-            rows = self.connection.execute(
-                "SELECT i.key, i.custom_id, b.local_id, b.batch_id, b.provider, b.created_at "
-                "FROM batch_items i JOIN batches b ON b.local_id = i.local_id "
-                f"WHERE b.state = 'submitted' AND i.key IN ({marks}) ORDER BY b.created_at",
-                batch,
-            )
-            for row in rows:
-                found[row[0]] = BatchedItem(*row[1:5])
-        return found
+        rows = self._rows_of(
+            "SELECT i.key, i.custom_id, b.local_id, b.batch_id, b.provider, b.created_at "
+            "FROM batch_items i JOIN batches b ON b.local_id = i.local_id "
+            "WHERE b.state = 'submitted' AND i.key IN ({marks}) ORDER BY b.created_at",
+            keys,
+        )
+        return {row[0]: BatchedItem(*row[1:5]) for row in rows}
 
     def unconfirmed_batches(self, keys: list[str]) -> dict[str, tuple[str, list[str]]]:
         """Batches still ``submitting`` that hold some of ``keys`` (whose claims the caller
         holds, so whoever was submitting them is gone): local id -> (provider, those keys).
         The provider may have accepted them before the process died."""
         found: dict[str, tuple[str, list[str]]] = {}
-        for start in range(0, len(keys), _BATCH):
-            batch = keys[start : start + _BATCH]
-            marks = ",".join("?" * len(batch))
-            rows = self.connection.execute(
-                "SELECT b.local_id, b.provider, i.key FROM batch_items i "
-                "JOIN batches b ON b.local_id = i.local_id "
-                f"WHERE b.state = 'submitting' AND i.key IN ({marks})",
-                batch,
-            )
-            for local_id, provider, key in rows:
-                found.setdefault(local_id, (provider, []))[1].append(key)
+        for local_id, provider, key in self._rows_of(
+            "SELECT b.local_id, b.provider, i.key FROM batch_items i "
+            "JOIN batches b ON b.local_id = i.local_id "
+            "WHERE b.state = 'submitting' AND i.key IN ({marks})",
+            keys,
+        ):
+            found.setdefault(local_id, (provider, []))[1].append(key)
         return found
 
     def batches(self, *, open_only: bool = True) -> list[dict[str, Any]]:
@@ -656,13 +640,18 @@ class Store:
         return states
 
     def _cached(self, keys: list[str]) -> set[str]:
-        found: set[str] = set()
+        return {
+            row[0] for row in self._rows_of("SELECT key FROM answers WHERE key IN ({marks})", keys)
+        }
+
+    def _rows_of(self, query: str, keys: Sequence[str]) -> Iterator[Any]:
+        """The rows of ``query`` for ``keys``, its ``IN ({marks})`` taking them ``_BATCH`` at
+        a time (a query each): SQLite bounds the parameters of one statement."""
         for start in range(0, len(keys), _BATCH):
             batch = keys[start : start + _BATCH]
-            marks = ",".join("?" * len(batch))
-            rows = self.connection.execute(f"SELECT key FROM answers WHERE key IN ({marks})", batch)
-            found.update(row[0] for row in rows)
-        return found
+            yield from self.connection.execute(
+                query.format(marks=",".join("?" * len(batch))), batch
+            )
 
     def finish_claim(
         self,
@@ -682,15 +671,8 @@ class Store:
 
     def claims_of(self, keys: list[str]) -> dict[str, Claim]:
         """The claims of ``keys`` (those that have one), read in batches."""
-        found: dict[str, Claim] = {}
-        for start in range(0, len(keys), _BATCH):
-            batch = keys[start : start + _BATCH]
-            marks = ",".join("?" * len(batch))
-            for row in self.connection.execute(
-                f"SELECT key, {_CLAIM_COLUMNS} FROM claims WHERE key IN ({marks})", batch
-            ):
-                found[row[0]] = Claim(*row[1:])
-        return found
+        query = f"SELECT key, {_CLAIM_COLUMNS} FROM claims WHERE key IN ({{marks}})"
+        return {row[0]: Claim(*row[1:]) for row in self._rows_of(query, keys)}
 
     def claim_of(self, key: str) -> Claim | None:
         return self.claims_of([key]).get(key)
