@@ -18,34 +18,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from common import child_environment, pytest_command
+from common import child_environment, pytest_command, write_ticket_suite
 
 # What /usr/bin/time writes last, on stderr: wall seconds, user and system CPU seconds.
 TIME_FORMAT = "evalmine-bench-time %e %U %S"
 TIME_LINE = re.compile(r"evalmine-bench-time ([0-9.]+) ([0-9.]+) ([0-9.]+)")
 PYTEST_FINAL = re.compile(r"^=+ .*\d+ failed.* in [0-9.]+s.* =+$")
-
-
-def write_suite(folder: Path, cases: int) -> None:
-    (folder / "failing.eval.yaml").write_text(
-        "version: 1\n"
-        "suite: failing\n"
-        "models: [fake/a, fake/b]\n"
-        "defaults: {max_tokens: 64}\n"
-        "limits: {max_cost_usd: 1000}\n"
-        "tasks:\n"
-        "  - id: answer\n"
-        "    kind: answer\n"
-        '    prompt: "Ticket {{ n }}: {{ text }}"\n'
-        "    judge: false\n"
-        "    checks: [number]\n"
-        "    cases_path: cases.jsonl\n"
-    )
-    with (folder / "cases.jsonl").open("w") as out:
-        for i in range(cases):
-            text = f"customer {i} asks whether the refund window is 30 days for order {i * 7}"
-            case = {"id": f"case-{i}", "vars": {"n": i, "text": text}, "gold": 123456789}
-            out.write(json.dumps(case) + "\n")
 
 
 def run(folder: Path, *extra: str, exit_code: int = 1) -> tuple[dict[str, float], str]:
@@ -70,7 +48,7 @@ def run(folder: Path, *extra: str, exit_code: int = 1) -> tuple[dict[str, float]
 def measure(cases: int, extra: list[str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        write_suite(folder, cases)
+        write_ticket_suite(folder, "failing", cases, judge=False, checks="[number]", gold=123456789)
         run(folder, "--collect-only", exit_code=0)  # fills the bytecode cache
         times, output = run(folder, *extra)
     lines = output.splitlines()

@@ -16,29 +16,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import child_environment, pytest_command
+from common import child_environment, pytest_command, write_ticket_suite
 
 COLLECTED = re.compile(r"(\d+) tests? collected in ([0-9.]+)s")
-
-
-def write_suite(folder: Path, cases: int) -> None:
-    (folder / "scale.eval.yaml").write_text(
-        "version: 1\n"
-        "suite: scale\n"
-        "models: [fake/a, fake/b]\n"
-        "judge: {model: fake/judge}\n"
-        "defaults: {max_tokens: 64}\n"
-        "limits: {max_cost_usd: 1000}\n"
-        "tasks:\n"
-        "  - id: answer\n"
-        "    kind: answer\n"
-        '    prompt: "Ticket {{ n }}: {{ text }}"\n'
-        "    cases_path: cases.jsonl\n"
-    )
-    with (folder / "cases.jsonl").open("w") as out:
-        for i in range(cases):
-            text = f"customer {i} asks whether the refund window is 30 days for order {i * 7}"
-            out.write(json.dumps({"id": f"case-{i}", "vars": {"n": i, "text": text}}) + "\n")
 
 
 def run(folder: Path, *extra: str) -> tuple[float, float, float, str]:
@@ -65,7 +45,7 @@ def run(folder: Path, *extra: str) -> tuple[float, float, float, str]:
 def measure(cases: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        write_suite(folder, cases)
+        write_ticket_suite(folder, "scale", cases)
         run(folder, "--collect-only")  # fills the bytecode cache
         collect_wall, collect_cpu, _, output = run(folder, "--collect-only")
         found = COLLECTED.search(output)

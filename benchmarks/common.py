@@ -1,9 +1,13 @@
-"""What every benchmark shares: how the measured pytest processes start."""
+"""What every benchmark shares: how the measured pytest processes start, and the ticket
+suite the scale benchmarks write."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
+from pathlib import Path
+from typing import Any
 
 
 def pytest_command(*args: str, all_plugins: bool = False) -> list[str]:
@@ -35,3 +39,49 @@ def child_environment(all_plugins: bool = False) -> dict[str, str]:
     else:
         environment["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return environment
+
+
+def write_ticket_suite(
+    folder: Path,
+    name: str,
+    cases: int,
+    *,
+    judge: bool = True,
+    checks: str | None = None,
+    gold: Any = None,
+) -> Path:
+    """``NAME.eval.yaml`` of one task over ``cases`` support tickets (cases.jsonl beside it),
+    two fake models, judged by the fake judge or with ``judge: false``; ``checks`` (YAML
+    flow text) and each case's ``gold`` when given."""
+    task_lines = [
+        "  - id: answer",
+        "    kind: answer",
+        '    prompt: "Ticket {{ n }}: {{ text }}"',
+        *(["    judge: false"] if not judge else []),
+        *([f"    checks: {checks}"] if checks else []),
+        "    cases_path: cases.jsonl",
+    ]
+    suite = folder / f"{name}.eval.yaml"
+    suite.write_text(
+        "\n".join(
+            [
+                "version: 1",
+                f"suite: {name}",
+                "models: [fake/a, fake/b]",
+                *(["judge: {model: fake/judge}"] if judge else []),
+                "defaults: {max_tokens: 64}",
+                "limits: {max_cost_usd: 1000}",
+                "tasks:",
+                *task_lines,
+            ]
+        )
+        + "\n"
+    )
+    with (folder / "cases.jsonl").open("w") as out:
+        for i in range(cases):
+            text = f"customer {i} asks whether the refund window is 30 days for order {i * 7}"
+            case: dict[str, Any] = {"id": f"case-{i}", "vars": {"n": i, "text": text}}
+            if gold is not None:
+                case["gold"] = gold
+            out.write(json.dumps(case) + "\n")
+    return suite
