@@ -89,6 +89,9 @@ class SummaryLast:
     def __init__(self) -> None:
         self.held: list[Any] = []  # the suite items' failed reports, while pytest prints
         self.order: list[Any] = []  # every failed report, in pytest's order
+        # (crash location, its full message) of each held report, trimmed to its first line
+        # while pytest's short test summary prints it.
+        self.trimmed: list[tuple[Any, str]] = []
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: Any) -> Generator[None, None, None]:
@@ -99,6 +102,7 @@ class SummaryLast:
             result = yield
         finally:
             self.give_back(terminalreporter)  # should GiveBack not have run
+            self.untrim()
         write_summary(terminalreporter, config.stash.get(SUMMARY_KEY, None))
         return result
 
@@ -115,7 +119,25 @@ class SummaryLast:
     def give_back(self, terminalreporter: Any) -> None:
         if self.held:
             terminalreporter.stats["failed"] = self.order
+            self.trim(self.held)
             self.held, self.order = [], []
+
+    def trim(self, reports: list[Any]) -> None:
+        """The short test summary shows a failure's whole message where ``CI`` is set (pytest
+        trims it to one line elsewhere): a suite item's message is its full failure form,
+        so 4,000 failed items printed 30,000 lines there. Each is its first line while the
+        summary prints; ``untrim`` puts the message back."""
+        for report in reports:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            message = getattr(crash, "message", None)
+            if isinstance(message, str) and "\n" in message:
+                self.trimmed.append((crash, message))
+                crash.message = message.split("\n", 1)[0]
+
+    def untrim(self) -> None:
+        for crash, message in self.trimmed:
+            crash.message = message
+        self.trimmed = []
 
 
 class GiveBack:

@@ -166,9 +166,18 @@ def test_report_lists_the_failed_check(scripted: pytest.Pytester) -> None:
 TWO_FAIL = SUITE.replace("{max_words: {max: 40}}", "{max_words: {max: 3}}")
 
 
-def test_a_failed_item_is_a_short_block_by_default(scripted: pytest.Pytester) -> None:
+@pytest.mark.parametrize("ci", ["", "true"])
+def test_a_failed_item_is_a_short_block_by_default(
+    scripted: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, ci: str
+) -> None:
     """Without -v or --tb=long: pytest's header, the first failed check (the others named),
-    the answer's tail on one line; none of pytest's full form."""
+    the answer's tail on one line; none of pytest's full form. Under CI=true too, where
+    pytest's short test summary shows each failure's whole message: one line an item."""
+    monkeypatch.delenv("BUILD_NUMBER", raising=False)
+    if ci:
+        monkeypatch.setenv("CI", ci)
+    else:
+        monkeypatch.delenv("CI", raising=False)
     scripted.makefile(".eval.yaml", checked=TWO_FAIL)
     result = scripted.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(failed=2)
@@ -188,6 +197,9 @@ def test_a_failed_item_is_a_short_block_by_default(scripted: pytest.Pytester) ->
     out = result.stdout.str()
     assert "= FAILURES =" not in out
     assert "last 31 characters" not in out
+    summary = out.split("short test summary info")[1].split("= evalmine =")[0].splitlines()
+    failed = [line for line in summary if line.startswith("FAILED")]
+    assert len(failed) == 2 and len([line for line in summary if line.strip("= ")]) == 2
 
 
 @pytest.mark.parametrize("args", [["--tb=long"], ["-v"], ["--tb=native"]])

@@ -162,14 +162,16 @@ def test_the_evalmine_summary_comes_last_before_pytests_final_line(
     result.assert_outcomes(failed=3, passed=6)
     lines = result.outlines
     titles = [line.strip("= ").split(" (")[0] for line in lines if line.startswith("===")]
-    assert titles[1:] == [
+    assert titles[1:-1] == [
         "FAILURES",  # the suite items'
         "FAILURES",  # pytest's own
         "warnings summary",
         "short test summary info",
         "evalmine",
-        "3 failed, 6 passed, 1 warning in " + titles[-1].split(" in ")[1],
     ]
+    # The plain test's warning; an installed copy of the plugin may add pytest's "already
+    # imported" rewrite warnings (CI's editable install does).
+    assert re.fullmatch(r"3 failed, 6 passed, \d+ warnings? in .*", titles[-1]), titles[-1]
     final = next(i for i in range(len(lines) - 1, -1, -1) if lines[i].startswith("==="))
     run_dir = newest_run_dir(pytester.path)
     relative = run_dir.relative_to(pytester.path).as_posix()
