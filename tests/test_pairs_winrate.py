@@ -209,6 +209,7 @@ def test_pair_to_dict_is_json_with_candidate_verdict_per_pass() -> None:
         # the provider's prompt cache (spec section 14)
         "cached_input_tokens",
         "cache_write_tokens",
+        "usage_anomaly",
     }
     assert data["passes"][0]["key"] == "k1"
     assert (data["score"], data["category"], data["flip"], data["outcome"]) == (

@@ -17,7 +17,7 @@ from pytest_evalmine import exitcodes
 from pytest_evalmine.adapters.base import Request
 from pytest_evalmine.run.dispatch import OK, Dispatcher
 
-from .conftest import SMALL_SUITE, latest_report
+from .conftest import SMALL_SUITE, latest_report, newest_run_dir
 from .dispatchers import endpoint_dispatcher
 from .http_server import Received, Reply, running_server
 from .test_endpoints_run import MODELS
@@ -224,3 +224,67 @@ def test_the_report_counts_lies_and_prices_them_at_the_worst_case(
     # Every call priced at its reservation: the spend is the worst case the estimate named.
     assert cost["spent_usd"] == pytest.approx(cost["worst_case_usd"], rel=1e-9)
     assert cost["spent_usd"] > 0
+
+
+JUDGED_SUITE = SMALL_SUITE.replace(
+    "defaults: {max_tokens: 64, temperature: 0}",
+    "defaults: {max_tokens: 64, temperature: 0}\njudge: {model: local/judge}",
+)
+
+
+def test_a_judge_that_lies_about_usage_is_listed_with_the_answers_anomalies(
+    pytester: pytest.Pytester,
+) -> None:
+    # Honest answers (the fake adapter), a judge whose server says it read -1,000 tokens:
+    # each judge call is clamped and costed at its reservation, and now listed too.
+    pytester.makefile(".eval.yaml", small=JUDGED_SUITE)
+    verdict = '{"winner": "tie", "reason": "both fine"}'
+    with running_server() as server:
+        server.respond = liar(LIES["negative-prompt"], content=verdict)
+        result = pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1,{PRICES}")
+    result.assert_outcomes(passed=6)
+    report = latest_report(pytester.path)
+    judged = [a for a in report["usage_anomalies"] if a["call"] == "judge"]
+    assert len(judged) == 2 * 3  # three pairs, both orders
+    assert {a["model"] for a in judged} == {"local/judge"}
+    assert all(a["anomaly"].startswith("clamped: input_tokens -1000 < 0") for a in judged)
+    assert [a for a in report["usage_anomalies"] if a["call"] == "answer"] == []
+    markdown = (newest_run_dir(pytester.path) / "report.md").read_text()
+    assert "impossible usage from the provider, clamped and costed at the clamp: 6 call(s)" in (
+        markdown
+    )
+    assert "(local/judge, judge)" in markdown
+
+
+CRITERION_SUITE = """\
+version: 1
+suite: small
+models: [fake/alpha]
+defaults: {max_tokens: 64}
+judge: {model: local/judge}
+tasks:
+  - id: reply
+    kind: rewrite
+    prompt: "Reply politely to: {{ text }}"
+    judges:
+      - {name: polite, criterion: "The reply is polite."}
+    cases:
+      - {id: one, vars: {text: "message one"}}
+      - {id: two, vars: {text: "message two"}}
+"""
+
+
+def test_a_binary_judge_that_lies_about_usage_is_listed_too(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".eval.yaml", small=CRITERION_SUITE)
+    verdict = '{"label": "PASS", "critique": "polite enough"}'
+    with running_server() as server:
+        server.respond = liar(LIES["negative-prompt"], content=verdict)
+        result = pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1,{PRICES}")
+    result.assert_outcomes(passed=2)
+    anomalies = latest_report(pytester.path)["usage_anomalies"]
+    assert [(a["case"], a["model"], a["call"]) for a in anomalies] == [
+        ("one", "local/judge", "criterion"),
+        ("two", "local/judge", "criterion"),
+    ]
+    verdicts = (newest_run_dir(pytester.path) / "verdicts.jsonl").read_text()
+    assert verdicts.count('"usage_anomaly": "clamped: input_tokens -1000 < 0') == 2

@@ -62,6 +62,8 @@ class CriterionVerdict(CallAccounting):
     # The rendered task prompt the answer was given: report.html's criterion labelling shows
     # it beside the answer (the run's other files hold it only for judged pairs).
     prompt: str = ""
+    # What the dispatcher clamped when the judge's provider reported impossible usage.
+    usage_anomaly: str | None = None
 
     @property
     def answer(self) -> tuple[str, str, str]:
@@ -169,6 +171,7 @@ def _verdict(record: AnswerRecord, criterion: Criterion, outcome: Outcome) -> Cr
     if outcome.status != OK or outcome.response is None:
         verdict.status, verdict.error = outcome.status, outcome.error
         return verdict
+    verdict.usage_anomaly = outcome.response.usage.anomaly
     label, critique = parse_criterion_verdict(outcome.response.text)
     if label is None:
         verdict.status, verdict.error = UNPARSEABLE, critique

@@ -287,6 +287,8 @@ def _needs_retry(pair: Pair, order: str) -> bool:
 
 def _record_pass(pair: Pair, order: str, outcome: Outcome) -> None:
     judge_pass = JudgePass(order=order, **outcome.accounting())
+    if outcome.response is not None:
+        judge_pass.usage_anomaly = outcome.response.usage.anomaly
     if outcome.response is not None and not outcome.cached:
         usage = outcome.response.usage
         judge_pass.cached_input_tokens = usage.cached_input_tokens

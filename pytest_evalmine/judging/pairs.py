@@ -56,6 +56,8 @@ class JudgePass(CallAccounting):
     # cache): input tokens read from it, and written to it (spec: "Judge", "Prompt cache").
     cached_input_tokens: int = 0
     cache_write_tokens: int = 0
+    # What the dispatcher clamped when the judge's provider reported impossible usage.
+    usage_anomaly: str | None = None
 
     @property
     def candidate_verdict(self) -> str | None:

@@ -427,8 +427,8 @@ def scorecard_section(summary: RunSummary) -> Section:
         first = anomalies[0]
         section.footer.append(
             f"impossible usage from the provider, clamped and costed at the clamp: "
-            f"{len(anomalies)} answer(s), e.g. {first['task']}/{first['case']} "
-            f"({first['model']}): {first['anomaly']}"
+            f"{len(anomalies)} call(s), e.g. {first['task']}/{first['case']} "
+            f"({first['model']}, {first['call']}): {first['anomaly']}"
         )
     cache = summary.headline.judge_prompt_cache if summary.headline else None
     if cache and (cache["cached_input_tokens"] or cache["cache_write_tokens"]):

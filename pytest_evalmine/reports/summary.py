@@ -167,11 +167,35 @@ class RunSummary:
 
     @property
     def usage_anomalies(self) -> list[dict[str, str]]:
-        return [
-            {"task": r.task, "case": r.case, "model": r.model, "anomaly": r.usage_anomaly}
+        """Calls whose usage the dispatcher clamped: the answers', then the pairwise judge's
+        (``model`` the judge), then the binary judges'."""
+        rows = [
+            {
+                "task": r.task,
+                "case": r.case,
+                "model": r.model,
+                "call": "answer",
+                "anomaly": r.usage_anomaly,
+            }
             for r in self.records
             if r.usage_anomaly
         ]
+        if self.headline:
+            judge = self.headline.judge.model
+            rows += [
+                {"task": p.task, "case": p.case, "model": judge, "call": "judge", "anomaly": a}
+                for p in self.headline.all_pairs
+                for j in p.calls
+                if (a := j.usage_anomaly)
+            ]
+        if self.binary:
+            judge = self.binary.judge["model"]
+            rows += [
+                {"task": v.task, "case": v.case, "model": judge, "call": "criterion", "anomaly": a}
+                for v in self._verdicts
+                if (a := v.usage_anomaly)
+            ]
+        return rows
 
     @property
     def if_uncached_usd(self) -> float:
