@@ -323,8 +323,11 @@ def test_a_server_without_props_adapts_from_one(tmp_path: Path) -> None:
     assert dispatcher.concurrency_used()["local"]["min"] == 1
 
 
-def test_a_429_burst_backs_off_and_costs_no_more_retries_than_fixed(tmp_path: Path) -> None:
-    retried = {}
+def test_a_429_burst_backs_off_and_loses_nothing(tmp_path: Path) -> None:
+    """Adaptive and fixed alike: every 429 is retried once and nothing is lost; the adaptive
+    width backs off. How many retries each costs depends on how many calls a loaded machine
+    sends inside the burst's 0.15 s: benchmarks/bench_adaptive.py measures that (issue 21's
+    "no more retries than today"), a test cannot without a timing threshold."""
     for mode in ("", ",concurrency=fixed:8"):
         # 429s from 0.05 s to 0.2 s, retried after 0.05 s: every call outlives the burst.
         burst = SlotServer(slots=8, service_s=0.02, burst_429=(0.05, 0.15), retry_after_s=0.05)
@@ -334,12 +337,11 @@ def test_a_429_burst_backs_off_and_costs_no_more_retries_than_fixed(tmp_path: Pa
             )
             outcomes = dispatcher.run_each(dispatcher.plan(ask(24, timeout_s=5.0)))
         assert [o.status for o in outcomes] == [OK] * 24, [o.error for o in outcomes]
-        retried[mode] = sum(o.attempts - 1 for o in outcomes)
         assert server.refused >= 1
-        assert retried[mode] == server.refused  # every 429 was retried once, none lost
+        # every 429 was retried once, none lost
+        assert sum(o.attempts - 1 for o in outcomes) == server.refused
         if not mode:
             assert dispatcher.concurrency_used()["local"]["backoffs"] >= 1
-    assert retried[""] <= retried[",concurrency=fixed:8"]
 
 
 def test_merged_concurrency_of_answers_and_judge() -> None:
