@@ -255,33 +255,23 @@ class Dispatcher:
     def estimate(self, planned: Iterable[Planned]) -> Estimate:
         """What this run would send (cache hits are free) and what this run has already
         committed in the ledger (spent or reserved by earlier calls of the same run)."""
-        unique = {p.key: p for p in planned}
-        reads = self.record != "all"
-        cached_keys = self.store.cached_keys(list(unique)) if reads else set()
-        sent = [p for p in unique.values() if p.key not in cached_keys]
-        cached = len(unique) - len(sent)
-        if self.record == "none":
-            sent = []
-        return Estimate(
-            calls=len(unique),
-            cached=cached,
-            uncached=len(sent),
-            cost_usd=sum(p.estimated_cost_usd for p in sent),
-            already_committed_usd=self.store.committed(self.run_token),
-            worst_case_usd=sum(p.max_cost_usd for p in sent),
-        )
+        return self._estimate([list(planned)])
 
     def estimate_requests(self, requests: Iterable[Request], part: int) -> Estimate:
         """``estimate(plan(requests))``, planned and looked up ``part`` requests at a time, so
         that the requests (a warm rerun builds every judge call to find it cached) are never
         all in memory at once; the same figures, summed over the calls in the same order."""
+        return self._estimate(self.plan(chunk) for chunk in _parts(requests, part))
+
+    def _estimate(self, parts: Iterable[list[Planned]]) -> Estimate:
+        """``estimate`` over planned calls that come in parts, each looked up in one read."""
         reads = self.record != "all"
         seen: set[str] = set()
         cached = 0
         costs: list[float] = []
         worst: list[float] = []
-        for chunk in _parts(requests, part):
-            unique = {p.key: p for p in self.plan(chunk) if p.key not in seen}
+        for planned in parts:
+            unique = {p.key: p for p in planned if p.key not in seen}
             seen.update(unique)
             found = self.store.cached_keys(list(unique)) if reads else set()
             sent = [p for key, p in unique.items() if key not in found]
