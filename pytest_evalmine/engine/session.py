@@ -11,6 +11,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from ..judging.judge import JUDGE_BATCH_PASSES, judge_request, judge_text_chars
 from ..judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
 from ..options import HOME_ENV, cap_from, check_values, project_folders, record_mode
 from ..reports.render import money
+from ..run.batch import BatchSession, parse_batch
 from ..run.concurrency import merged_concurrency
 from ..run.dispatch import (
     BUDGET,
@@ -181,10 +183,6 @@ class EvalSession:
     stream_progress: Progress | None = None
     _store: Store | None = None
     _prices: PriceTable | None = None
-    # ``--evalmine-batch`` (spec "Batch"): shared by the answers' and the judge's dispatchers
-    # (a ``run.batch.BatchSession``, imported only when a run batches).
-    _batch: Any = None
-    _batch_read: bool = False
     _registry: AdapterRegistry | None = None
 
     # configuration --------------------------------------------------------------------
@@ -408,20 +406,19 @@ class EvalSession:
         self.dispatchers.append(dispatcher)
         return dispatcher
 
-    def batching(self) -> Any:
-        """The run's provider batches (``--evalmine-batch``, a ``run.batch.BatchSession``),
-        or None: every call online."""
-        if not self._batch_read:
-            from ..run.batch import BatchSession, parse_batch
+    def batching(self) -> BatchSession | None:
+        """The run's provider batches (``--evalmine-batch``), shared by the answers' and the
+        judge's dispatchers, or None: every call online. Read once, at the first call."""
+        return self._batch_session
 
-            spec = self.settings.values.get("batch")
-            if not spec:  # a suite's ``batch: true`` (or its own value) when the option is off
-                asked = [s.batch for s in self.suites.values() if s.batch]
-                spec = next((a for a in asked if isinstance(a, str)), "on" if asked else None)
-            settings = parse_batch(spec, self.settings.values.get("batch_wait"))
-            self._batch = BatchSession(settings) if settings is not None else None
-            self._batch_read = True
-        return self._batch
+    @cached_property
+    def _batch_session(self) -> BatchSession | None:
+        spec = self.settings.values.get("batch")
+        if not spec:  # a suite's ``batch: true`` (or its own value) when the option is off
+            asked = [s.batch for s in self.suites.values() if s.batch]
+            spec = next((a for a in asked if isinstance(a, str)), "on" if asked else None)
+        settings = parse_batch(spec, self.settings.values.get("batch_wait"))
+        return BatchSession(settings) if settings is not None else None
 
     def batches_used(self) -> dict[str, Any] | None:
         """report.json ``batches``: which calls went by batch and which online, the batches,
