@@ -22,6 +22,7 @@ from pytest_evalmine.redaction import (
     redact,
     remember_key,
 )
+from pytest_evalmine.reports.files import _chunks, atomic_write
 
 from .conftest import SMALL_SUITE, latest_answers, latest_report
 from .http_server import LoopbackServer, Received, Reply, running_server
@@ -412,3 +413,33 @@ def chat_reply(content: str, output_tokens: int = 6) -> Reply:
             "usage": {"prompt_tokens": 20, "completion_tokens": output_tokens},
         },
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["x", " ", "-", "_", '"', "\n", "é", "", "sk-", "A" * 20])))
+def test_written_chunks_join_pieces_only_after_a_character_that_is_no_word_character(
+    pieces: list[str],
+) -> None:
+    # atomic_write redacts chunks of pieces: a seam after a word character would hide a key
+    # shape's \b ("abc" + "sk-..."), so no chunk joins pieces there.
+    chunks = list(_chunks(pieces))
+    assert "".join(chunks) == "".join(pieces)
+    remaining = [p for p in pieces if p]
+    for chunk in chunks:
+        joined = ""
+        while joined != chunk:
+            assert not (joined[-1:].isalnum() or joined[-1:] == "_")
+            joined += remaining.pop(0)
+    assert not remaining
+
+
+def test_a_key_shape_after_a_word_character_is_redacted_in_a_written_file(tmp_path: Path) -> None:
+    key = "sk-" + "proj-" + "evalminetest" * 4
+    path = tmp_path / "out.txt"
+    atomic_write(path, iter(["line one\n", "abc", key, " and more\n", "x" * 70_000, key]))
+    text = path.read_text()
+    assert key not in text and "abc[redacted] and more\n" in text
+    assert text.endswith("x" * 70_000 + "[redacted]")
+    # Split after a "-" (a seam chunks join), the key is found across the seam.
+    atomic_write(path, iter(["key: ", key[:8], key[8:], "\n"]))
+    assert path.read_text() == "key: [redacted]\n"
