@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from ..run.records import ERROR, FAILED, NOT_RUN_BUDGET, PASSED, REPLAY_MISS, AnswerRecord
@@ -87,7 +87,9 @@ class ModelScore:
         return self.schema_native + self.schema_prompted
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        # Field by field, not asdict: its deep copy walked every rate's clusters (one per
+        # case) only for the rates to be replaced below: a quarter of building report.json.
+        data = {field.name: getattr(self, field.name) for field in fields(self)}
         data["schema_native"] = self.schema_native.to_dict()
         data["schema_prompted"] = self.schema_prompted.to_dict()
         data["schema_all"] = self.schema_all.to_dict()
