@@ -543,7 +543,7 @@ async def batched_call(
         name = item.adapter.name
         if result.response is not None:
             batcher.session.count(name, "batched")
-            return await dispatcher._paid(item, result.response, reservation, 1, 0.0)
+            return await dispatcher._online.paid(item, result.response, reservation, 1, 0.0)
         where = batcher._where.get(item.key)
         in_batch = f" (batch {where.batch_id})" if where is not None else ""
         if result.error_kind == IN_BATCH:

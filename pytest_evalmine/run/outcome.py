@@ -47,3 +47,29 @@ class Progress:
     done: int = 0
     cached: int = 0
     spent_usd: float = 0.0
+
+
+def interrupted_outcome(key: str) -> Outcome:
+    """A call the Ctrl-C stopped before it was sent: not run, nothing spent."""
+    return _not_run(key, INTERRUPTED, "the run was interrupted (Ctrl-C) before this call was sent")
+
+
+def cut_off_outcome(key: str, *, attempts: int, possibly_billed_usd: float) -> Outcome:
+    """A call still in flight when the Ctrl-C's grace ended: the provider may bill it."""
+    return Outcome(
+        key,
+        INTERRUPTED,
+        error="interrupted (Ctrl-C) while the call was in flight; it may be billed",
+        error_kind=INTERRUPTED,
+        attempts=attempts,
+        possibly_billed_usd=possibly_billed_usd,
+    )
+
+
+def budget_outcome(key: str) -> Outcome:
+    """A call the cost cap had no room for: not run, nothing spent."""
+    return _not_run(key, BUDGET, "the cost cap was reached before this call could be reserved")
+
+
+def _not_run(key: str, status: str, why: str) -> Outcome:
+    return Outcome(key, status, error=f"not run: {why}", error_kind=status)

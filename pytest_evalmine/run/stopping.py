@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from .dispatch import INTERRUPT_GRACE_S, STOP_POLL_S
+from .interrupts import INTERRUPT_GRACE_S, STOP_POLL_S
 from .store import Store
 
 # After the workers' grace: time for a call cut off at its end to be written down.
