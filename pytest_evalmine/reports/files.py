@@ -115,7 +115,7 @@ def atomic_write(path: Path, text: str | Iterable[str]) -> None:
 
 
 # Pieces are joined up to about this many characters before a chunk is redacted and written:
-# a redact() and a write() per piece were a third of writing a 3,000-case run's files
+# a redact() and a write() per piece were a quarter of writing a 3,000-case run's files
 # (report.html alone is some 30,000 pieces).
 _CHUNK_CHARS = 1 << 16
 
