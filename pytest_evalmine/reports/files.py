@@ -18,7 +18,7 @@ from ..redaction import redact
 from ..run.records import AnswerRecord
 from .html_page import html_pieces
 from .render import markdown_table, money
-from .sections import Section, flagged, number, percent, report_sections
+from .sections import Section, flagged, number, percent
 from .suite_index import suite_index_html
 from .summary import RunSummary, failure_reason
 
@@ -53,7 +53,8 @@ def write_run(
         report = summary.to_json()
     atomic_write(run_dir / "report.json", json.dumps(report, indent=2) + "\n")
     atomic_write(run_dir / "report.md", render_markdown(summary))
-    atomic_write(run_dir / "report.html", html_pieces(report, pairs, answers, verdicts))
+    page = html_pieces(report, pairs, answers, verdicts, summary.label_suggestions)
+    atomic_write(run_dir / "report.html", page)
     if move_latest:
         pointer = {
             "run_id": summary.run_id,
@@ -163,7 +164,7 @@ def render_markdown(summary: RunSummary) -> str:
             "or shown reads [redacted].",
             "",
         ]
-    for section in report_sections(summary):
+    for section in summary.sections:
         lines += _markdown_section(section)
     problems = [r for r in summary.records if r.outcome != "passed"]
     if problems:

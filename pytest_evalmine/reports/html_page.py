@@ -22,6 +22,7 @@ from ..suite.loader import DEFAULT_MIN_LABELS
 from .cases_view import SharedRows, case_items, case_list, check_rows, criterion_items
 from .labelling import (
     KIND_TAGS,
+    Suggestion,
     a_side,
     audit_order,
     is_judged,
@@ -140,11 +141,13 @@ def html_pieces(
     pairs: Sequence[dict[str, Any]],
     records: Sequence[dict[str, Any]] = (),
     verdicts: Sequence[dict[str, Any]] = (),
+    suggestions: Sequence[Suggestion] | None = None,
 ) -> Iterator[str]:
     """The page in pieces, for writing it without holding it whole: with 10,000 judged pairs
     the page is about 11 MB and was built four times over in memory. ``records``: the
     answers (answers.jsonl's rows) for the cases view; ``verdicts``: the binary judges'
-    (verdicts.jsonl's rows) for the criterion labelling."""
+    (verdicts.jsonl's rows) for the criterion labelling; ``suggestions``: ``label_next`` of
+    the pairs when the caller has it (``RunSummary.label_suggestions``)."""
     headline = report.get("headline") or {}
     suite = report.get("suite") or {}
     title = f"evalmine: {suite.get('name', '?')} run {report.get('run_id', '?')}"
@@ -191,7 +194,8 @@ def html_pieces(
     # The suite's gate (0 allowed); a report without one gets the loader's default.
     min_labels = _float((headline.get("calibration") or {}).get("min_labels"))
     min_labels = DEFAULT_MIN_LABELS if min_labels is None else int(min_labels)
-    suggestions = label_next(judged, min_labels)
+    if suggestions is None:
+        suggestions = label_next(judged, min_labels)
     if headline:
         parts.append(_label_next(suggestions, nothing_to_label(pairs, min_labels)))
     for part in parts:

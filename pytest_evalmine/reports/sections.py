@@ -20,7 +20,7 @@ from ..stats.estimators import Interval
 from ..stats.proportions import Proportion
 from .compare import routing_note
 from .cross_run import cross_run_lines
-from .labelling import label_next, nothing_to_label
+from .labelling import Suggestion, nothing_to_label
 from .power_section import TITLE as POWER_TITLE
 from .power_section import power_lines
 from .ranking_section import TITLE as RANKING_TITLE
@@ -490,9 +490,9 @@ LABEL_NEXT_SHOWN = 10  # in the terminal; report.md lists up to LABEL_NEXT_LISTE
 LABEL_NEXT_LISTED = 50
 
 
-def label_next_section(headline: Headline) -> Section:
+def label_next_section(headline: Headline, suggestions: Sequence[Suggestion]) -> Section:
+    """``suggestions``: ``label_next`` of its pairs (``RunSummary.label_suggestions``)."""
     pairs, min_labels = headline.pair_dicts, headline.calibration.min_labels
-    suggestions = label_next(pairs, min_labels)
     section = Section("Label next")
     if not suggestions:
         section.lines.append(nothing_to_label(pairs, min_labels))
@@ -673,7 +673,7 @@ def report_sections(summary: RunSummary) -> list[Section]:
         sections += [
             per_task_section(headline),
             exclusions_section(headline),
-            label_next_section(headline),
+            label_next_section(headline, summary.label_suggestions),
         ]
     if len(summary.models) > 1:
         sections.append(paired_section([c.to_dict() for c in summary.paired]))
