@@ -92,7 +92,11 @@ class AnswerRows(Sequence[dict[str, Any]]):
 
 def jsonl_lines(rows: Iterable[Any]) -> Iterator[str]:
     """One JSON object a line, keys sorted: the form of every jsonl file the tool writes."""
-    return (json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
+    return (_JSONL.encode(row) + "\n" for row in rows)
+
+
+# Built once: json.dumps builds an encoder per call when given options.
+_JSONL = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 
 
 def atomic_write(path: Path, text: str | Iterable[str]) -> None:
