@@ -182,6 +182,13 @@ def test_the_plain_dicts_equal_dataclasses_asdict() -> None:
         error="e", key="k", usage_anomaly="clamped",
     )  # fmt: skip
     assert record.to_dict() == dataclasses.asdict(record)
+    # A copy of the record's __dict__: the fields in their order, and a record given another
+    # attribute still gives its fields only.
+    assert list(record.to_dict()) == [f.name for f in dataclasses.fields(AnswerRecord)]
+    record.outcome = "passed"
+    assert record.to_dict() == dataclasses.asdict(record)
+    vars(record)["shown"] = "not a field"
+    assert record.to_dict() == dataclasses.asdict(record)
     assert AnswerRecord.from_dict(json.loads(json.dumps(record.to_dict()))).to_dict() == (
         json.loads(json.dumps(dataclasses.asdict(record)))
     )

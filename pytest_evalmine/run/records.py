@@ -75,8 +75,13 @@ class AnswerRecord(CallAccounting):
     def to_dict(self) -> dict[str, Any]:
         """The record as answers.jsonl holds it. Shares ``parsed``, ``checks`` and ``tokens``
         with the record (dataclasses.asdict's deep copy cost more than the rest of writing
-        the reports): for serialising, not for editing."""
-        return {name: getattr(self, name) for name in _FIELDS}
+        the reports): for serialising, not for editing. A copy of the instance's ``__dict__``
+        (its fields, in their order, as ``__init__`` set them): a tenth of the time of
+        reading them one by one, and report.html reads every record five times."""
+        data = self.__dict__.copy()
+        if len(data) != len(_FIELDS):  # an attribute set on the record beside its fields
+            data = {name: getattr(self, name) for name in _FIELDS}
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AnswerRecord:
