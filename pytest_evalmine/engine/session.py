@@ -20,7 +20,13 @@ from ..adapters.builtin import default_registry
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError, PriceError, RefusedError
 from ..judging.criteria import criterion_request
-from ..judging.judge import JUDGE_BATCH_PASSES, judge_request, judge_text_chars
+from ..judging.judge import (
+    JUDGE_BATCH_PASSES,
+    judge_request,
+    judge_system,
+    judge_text_chars,
+    task_prompt,
+)
 from ..judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
 from ..options import HOME_ENV, cap_from, check_values, project_folders, record_mode
 from ..reports.render import money
@@ -553,6 +559,7 @@ class EvalSession:
             for task in suite.tasks:
                 if not task.judge:
                     continue
+                system = judge_system(suite, task.id)
                 for case in task.cases:
                     # judge.pairs: all judges every two models, both orders each
                     for baseline, candidate in model_pairs(models, suite.judge.pairs):
@@ -562,7 +569,7 @@ class EvalSession:
                             continue
                         if base[0] is not None and cand[0] is not None:
                             calls = (judge_model, suite, task.id, case.id, baseline, candidate)
-                            buildable.append(_PairCalls(*calls, base[0], cand[0]))
+                            buildable.append(_PairCalls(*calls, base[0], cand[0], system))
                             continue
                         pair = Pair(suite.name, task.id, case.id, baseline, candidate)
                         if like is None:  # resolves the judge's adapter and price
@@ -828,12 +835,17 @@ class _PairCalls:
     candidate: str
     baseline_text: str
     candidate_text: str
+    system: str  # judge_system of the task, rendered once for all its pairs
 
     def requests(self) -> list[Request]:
         pair = Pair(self.suite.name, self.task, self.case, self.baseline, self.candidate)
         texts = {self.baseline: self.baseline_text, self.candidate: self.candidate_text}
+        # The two orders ask the same prompt: rendered once.
+        asked = task_prompt(self.suite, self.task, self.case)
         return [
-            judge_request(self.judge_model, self.suite, pair, order, texts)
+            judge_request(
+                self.judge_model, self.suite, pair, order, texts, asked=asked, system=self.system
+            )
             for order in (BASELINE_FIRST, CANDIDATE_FIRST)
         ]
 

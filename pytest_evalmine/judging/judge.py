@@ -123,23 +123,28 @@ def judge_request(
     order: str,
     answers: dict[str, str],
     repeat: int = 0,
+    *,
+    asked: str | None = None,
+    system: str | None = None,
 ) -> Request:
     """The judge call for one pass. Model names, prices and latencies never reach the judge;
-    ``context`` is for adapters only (scripted test judges), never rendered."""
+    ``context`` is for adapters only (scripted test judges), never rendered. ``asked`` and
+    ``system``: the pair's ``task_prompt`` and ``judge_system`` when the caller has them (a
+    pair's passes share both, and every pair of a task its system)."""
     first, second = (
         (pair.baseline, pair.candidate)
         if order == BASELINE_FIRST
         else (pair.candidate, pair.baseline)
     )
     prompt = PROMPT_TEMPLATE.format(
-        task_prompt=task_prompt(suite, pair.task, pair.case),
+        task_prompt=task_prompt(suite, pair.task, pair.case) if asked is None else asked,
         answer_1=answers[first],
         answer_2=answers[second],
     )
     return Request(
         model=judge_model,
         prompt=prompt,
-        system=judge_system(suite, pair.task),
+        system=judge_system(suite, pair.task) if system is None else system,
         cache_system=True,
         max_tokens=suite.judge.max_tokens,
         temperature=suite.judge.temperature,
@@ -233,11 +238,15 @@ def judge_pairs(
     is asked once more as a distinct request (repeat 1, cached like any call, so a rerun
     reproduces it); still unusable, the pair is excluded as judge_unparseable. A provider
     error excludes it as judge_error. Nothing raises past this function for a provider's
-    sake.
+    sake. A pair's ``prompt``, when set, is its task prompt (``run_headline`` sets it), asked
+    as it is instead of rendered again.
     """
     answers = {(r.task, r.case, r.model): with_check_outcome(r) for r in records}
     orders = (BASELINE_FIRST, CANDIDATE_FIRST)
     todo = [p for p in pairs if p.excluded is None]
+    # Rendered once: every pair of a task has the same system, and a pair planned for a
+    # headline holds its task prompt (each rendered per pass was most of building them).
+    systems = {task: judge_system(suite, task) for task in {p.task for p in todo}}
     for repeat in (0, 1):
         wanted = [
             (pair, order)
@@ -254,9 +263,12 @@ def judge_pairs(
         for start in range(0, len(wanted), JUDGE_BATCH_PASSES):
             part = wanted[start : start + JUDGE_BATCH_PASSES]
             requests = [
-                judge_request(judge_model, suite, pair, order, _texts(pair, answers), repeat)
+                judge_request(
+                    judge_model, suite, pair, order, _texts(pair, answers), repeat,
+                    asked=pair.prompt or None, system=systems[pair.task],
+                )
                 for pair, order in part
-            ]
+            ]  # fmt: skip
             outcomes = dispatcher.run_each(dispatcher.plan(requests), progress)
             for (pair, order), outcome in zip(part, outcomes, strict=True):
                 _record_pass(pair, order, outcome)
