@@ -94,7 +94,8 @@ class EvalItem(pytest.Function):
         self.add_marker(marker)
 
     def reportinfo(self) -> tuple[Any, int | None, str]:
-        return self.path, None, f"{self.spec.task.id}::{self.name}"
+        # Line 0 (shown as 1): pytest needs a line where a skip mark reports its location.
+        return self.path, 0, f"{self.spec.task.id}::{self.name}"
 
 
 class ItemAnswer:

@@ -10,17 +10,18 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Generator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from . import exitcodes
 from .gc_freeze import freeze_survivors, unfreeze_earlier_run
+from .item_protocol import ITEM_RECORD_KEY, answer_for, end_streaming, run_protocol, stop
 from .options import add_options
 
 # The two constants are re-exported: tests read them here, where they were defined before
 # the preload and the progress lines had modules of their own.
-from .preload import PRELOAD_KEY, SessionFinishPreload, join_preload, preloaded_modules
+from .preload import PRELOAD_KEY, SessionFinishPreload, preloaded_modules
 from .preload import PRELOAD_NUMPY_MAX_ITEMS as PRELOAD_NUMPY_MAX_ITEMS
 from .progress import PROGRESS_EVERY_S as PROGRESS_EVERY_S
 from .progress import interrupt_printer, progress_printer, say, stop_watching, watch_workers
@@ -108,20 +109,6 @@ def _named_on_command_line(file_path: Path, config: pytest.Config) -> bool:
     return False
 
 
-class _Stopped(pytest.exit.Exception):
-    """``pytest.exit`` whose message pytest prints as ``evalmine: ...``: pytest names the
-    exception class before the message, and for its own ``_pytest.outcomes.Exit`` that prefix
-    means nothing to a user. (pytest's own ``Interrupted`` hides its module the same way.)"""
-
-
-_Stopped.__name__ = _Stopped.__qualname__ = "evalmine"
-_Stopped.__module__ = "builtins"
-
-
-def _stop(message: str, returncode: int) -> NoReturn:
-    raise _Stopped(message, returncode=returncode)
-
-
 # fixtures ---------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def evalmine_adapters(pytestconfig: pytest.Config) -> AdapterRegistry:
@@ -153,7 +140,7 @@ def evalmine_cost_limit(pytestconfig: pytest.Config) -> float:
     try:
         return eval_session(pytestconfig).resolve_cap()
     except EvalmineError as exc:  # a suite limit that is not a finite number
-        _stop(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+        stop(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 @pytest.fixture(scope="session")
@@ -216,34 +203,16 @@ def evalmine_answers(
                 preloading.join()
     except RefusedError as exc:
         config.stash[REFUSAL_KEY] = str(exc)
-        _stop(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
+        stop(str(exc), returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError as exc:
-        _stop(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+        stop(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
     if session.interrupted:
         # Session finish still writes the partial report from what was dispatched.
-        _stop(
+        stop(
             "interrupted (Ctrl-C); the answers that arrived are cached",
             returncode=pytest.ExitCode.INTERRUPTED,
         )
     return outcomes
-
-
-def _end_streaming(config: pytest.Config) -> None:
-    """Let a streamed dispatch end (the calls in flight land in the cache), join the
-    preload, and say how many answers arrived. Before anything reads every outcome."""
-    session = eval_session(config)
-    if session.streaming is None:
-        return
-    try:
-        session.finish_dispatch()
-    except Exception as exc:
-        say(config, f"evalmine: the dispatch failed: {exc}")
-        return
-    finally:
-        join_preload(config)
-    show = progress_printer(config, "answers", inside_item=False)
-    if show is not None and session.stream_progress is not None:
-        show(session.stream_progress)
 
 
 @pytest.fixture
@@ -253,41 +222,12 @@ def evalmine_answer(request: pytest.FixtureRequest) -> Any:
     registries apply) and with it the dispatch; later items read their outcome from the
     session: resolving the session fixtures' chain again for each item was about a third of
     a 10,000-case warm run's item time."""
-    from .engine.session import spec_id
-    from .items import EvalItem, ItemAnswer
+    from .items import EvalItem
 
-    item = request.node
-    if not isinstance(item, EvalItem):
+    if not isinstance(request.node, EvalItem):
         raise pytest.UsageError("evalmine_answer is only for suite items")
-    session = eval_session(request.config)
-    key = spec_id(item.spec)
-    outcome = session.outcomes.get(key)
-    if outcome is None and session.streaming is None:
-        request.getfixturevalue("evalmine_answers")  # the first item: dispatch starts
-    if outcome is None:
-        outcome = session.outcome_for(item.spec)
-        if session.streaming is not None and session.streaming.done:
-            join_preload(request.config)  # before the items left and session finish
-        if session.interrupted:
-            _end_streaming(request.config)
-            _stop(
-                "interrupted (Ctrl-C); the answers that arrived are cached",
-                returncode=pytest.ExitCode.INTERRUPTED,
-            )
-    record = session.record_for(item.spec, outcome)
-    item.stash[ITEM_RECORD_KEY] = record
-    from .reports.junit import item_properties
-
-    # On the item, so the report carries them (to the xdist controller too) into --junitxml.
-    item.user_properties.extend(item_properties(record))
-    raised = session.check_errors.get(key)
-    if raised is not None:
-        # The user's exception from the user's own frame down: our frames are hidden.
-        __tracebackhide__ = True
-        raise raised.error.with_traceback(raised.traceback)
-    if record.outcome == "error":
-        pytest.fail(f"provider error: {record.error}", pytrace=False)
-    return ItemAnswer(record)
+    __tracebackhide__ = True  # a check's own exception is shown from its frame down
+    return answer_for(request.node, lambda: request.getfixturevalue("evalmine_answers"))
 
 
 @pytest.fixture
@@ -297,13 +237,20 @@ def evalmine(pytestconfig: pytest.Config, evalmine_dispatcher: Dispatcher) -> An
     from .run.client import EvalClient
 
     # One batch at a time on a dispatcher: the suite items' streamed answers come in first.
-    _end_streaming(pytestconfig)
+    end_streaming(pytestconfig)
     return EvalClient(evalmine_dispatcher)
 
 
-ITEM_RECORD_KEY = pytest.StashKey[Any]()
 # The last suite item that made a report, with that report's keywords and user properties.
 EARLIER_REPORT_KEY = pytest.StashKey[tuple[pytest.Item, Any, list[tuple[str, object]]]]()
+
+
+# running ----------------------------------------------------------------------------------
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> bool | None:
+    """Called for each item to run: a suite item that nothing of the user's reaches runs
+    without pytest's per-phase fixture machinery (``item_protocol``); others as always."""
+    return run_protocol(item, nextitem)
 
 
 # reporting --------------------------------------------------------------------------------
@@ -421,7 +368,7 @@ class Reporter:
         config = self.config
         if not is_active(config):
             return
-        _end_streaming(config)
+        end_streaming(config)
         if hasattr(config, "workerinput"):
             config.workeroutput[UNREPORTED_KEY] = [
                 record.to_dict() for record in eval_session(config).unreported_records()
@@ -510,7 +457,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
             specs += chosen
         problem = compare_problem(config, {s.suite.path: s.suite for s in specs}.values())
         if problem is not None:
-            _stop(problem, returncode=pytest.ExitCode.USAGE_ERROR)
+            stop(problem, returncode=pytest.ExitCode.USAGE_ERROR)
         if specs:
             dispatcher = evalsession.dispatcher(registry)
             planned = evalsession.preflight(dispatcher, specs)
@@ -529,6 +476,6 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
             else ""
         )
         config.stash[REFUSAL_KEY] = str(exc)
-        _stop(f"{exc}{hint}", returncode=exitcodes.REFUSED_BEFORE_SPENDING)
+        stop(f"{exc}{hint}", returncode=exitcodes.REFUSED_BEFORE_SPENDING)
     except EvalmineError:
         return  # workers report suite errors themselves, as collection errors

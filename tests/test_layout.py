@@ -27,7 +27,7 @@ LAYERS = [
     {"glue", "commands"},
 ]
 GLUE = {"plugin", "startup", "sessionfinish", "items", "stash", "htmlhooks", "hookspec"}
-GLUE |= {"progress", "preload", "gc_freeze", "terminal_summary"}  # split out of plugin.py
+GLUE |= {"progress", "preload", "gc_freeze", "terminal_summary", "item_protocol"}  # plugin.py split
 COMMANDS = "pytest_evalmine.commands"  # the evalmine command and the MCP server
 ROOT_MODULE = NAME  # pytest_evalmine/__init__.py: version and lazy re-exports
 
