@@ -18,7 +18,7 @@ from ..redaction import redact
 from ..run.records import AnswerRecord
 from .html_page import html_pieces
 from .render import markdown_table, money
-from .sections import Section, flagged, number, percent
+from .sections import Section, flagged, number, percent, report_sections
 from .suite_index import suite_index_html
 from .summary import RunSummary, failure_reason
 
@@ -168,7 +168,7 @@ def render_markdown(summary: RunSummary) -> str:
             "or shown reads [redacted].",
             "",
         ]
-    for section in summary.sections:
+    for section in report_sections(summary):
         lines += _markdown_section(section)
     problems = [r for r in summary.records if r.outcome != "passed"]
     if problems:

@@ -10,6 +10,7 @@ from typing import Any
 
 from ..run.records import AnswerRecord
 from .html_page import verdict_banner, verdict_css
+from .sections import report_sections
 
 # pytest-html removes a row's log element when the log is empty (our items: the hook drops the
 # placeholder) but keeps its grey frame; hide the frame when nothing is left in it.
@@ -28,7 +29,7 @@ def summary_html(finished: list[Any]) -> list[str]:
             verdict_banner(summary.to_json(), element_id=None),
             f"<h3>evalmine: {html.escape(summary.suite_name)} ({html.escape(summary.run_id)})</h3>",
         ]
-        for section in summary.sections[:2]:
+        for section in report_sections(summary)[:2]:
             parts.append(f"<h4>{html.escape(section.title)}</h4>")
             parts += [f"<p>{html.escape(line)}</p>" for line in section.lines]
         blocks.append('<div class="evalmine-summary">' + "".join(parts) + "</div>")

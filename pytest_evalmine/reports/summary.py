@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .. import __version__
 from ..judging.binary import BinaryJudging
@@ -24,9 +24,6 @@ from .labelling import Suggestion, label_next
 from .power_section import summary_power
 from .ranking_section import summary_ranking
 from .scorecard import ModelScore, TaskScore, score_models, task_scores
-
-if TYPE_CHECKING:
-    from .sections import Section
 
 REPORT_SCHEMA_VERSION = 1
 
@@ -102,15 +99,6 @@ class RunSummary:
         if self.headline is None:
             return []
         return label_next(self.headline.pair_dicts, self.headline.calibration.min_labels)
-
-    @cached_property
-    def sections(self) -> list[Section]:
-        """The report's sections (``sections.report_sections``), built once: report.md and the
-        terminal summary show the same ones. Built from the summary as it stands: a copy
-        with other changes (``dataclasses.replace``) builds its own."""
-        from .sections import report_sections  # it reads this module's RunSummary
-
-        return report_sections(self)
 
     @cached_property
     def power(self) -> dict[str, Any]:

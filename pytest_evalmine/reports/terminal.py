@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..exitcodes import REFUSED_BEFORE_SPENDING, meaning
 from ..judging.headline import DAGGER
 from .render import money, text_table
-from .sections import Section
+from .sections import Section, report_sections
 from .summary import RunSummary
 
 FLAG, OK, TITLE = "flag", "ok", "title"
@@ -52,7 +52,7 @@ def terminal_lines(
     styled = [Line(text) for line in lines for text in fit(line, width)]
     if summary.partial:
         styled += [Line(t, FLAG) for t in fit(f"PARTIAL RUN: {summary.partial_reason}", width)]
-    for section in summary.sections:
+    for section in report_sections(summary):
         if section.in_terminal:
             styled += terminal_section(section, width)
     if report_dir is not None:
