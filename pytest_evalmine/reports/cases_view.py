@@ -169,6 +169,8 @@ def criterion_items(
     in the run's order: the answer, its prompt, the criterion's text, the judge's verdict
     (shown once the person has chosen), the suite's label of it if any (``labelled``) and
     the label line's fields. ``binary``: report.json's ``binary_judges``."""
+    if not verdicts:  # no binary judges: no answer texts to gather
+        return
     criterion_texts = binary.get("criterion_texts") or {}
     labelled = {
         (x.get("task"), x.get("case"), x.get("model"), x.get("criterion")): x.get("label")

@@ -743,6 +743,13 @@ def _json_pieces(value: Any, depth: int) -> Iterator[str]:
             yield ("," if index else "") + _json(key) + ":"
             yield from _json_pieces(item, depth - 1)
         yield "}"
+    elif depth == 1 and isinstance(value, (list, Iterator)):
+        # Items whole, each with its comma: one piece an item (the 15,000 of a 3,000-case
+        # run's page), not two.
+        yield "["
+        for index, item in enumerate(value):
+            yield ("," if index else "") + _json(item)
+        yield "]"
     elif depth and isinstance(value, (list, Iterator)):
         yield "["
         for index, item in enumerate(value):
