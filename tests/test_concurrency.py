@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -402,3 +403,48 @@ def test_the_global_fixed_width_holds_every_provider(pytester: pytest.Pytester) 
         "backoffs": 0,
     }
     assert server.max_waiting >= 1  # three at once on one slot: held there, never adapted
+
+
+def test_a_later_dispatcher_starts_where_the_earlier_one_left_the_provider(
+    tmp_path: Path,
+) -> None:
+    """Each judging phase has a dispatcher of its own: it starts at the width the answers'
+    dispatcher learnt for the same server (as from a declared capacity), not at 1 again."""
+    with running_slot_server(SlotServer(slots=8, service_s=0.05)) as (loopback, _):
+        spec = f"local={loopback.url}/v1,free"
+        answers = dispatcher_for(tmp_path, spec, concurrency=8)
+        assert answers.learned_width("local") is None  # nothing sent yet
+        answers.run_each(answers.plan(ask(40, timeout_s=5.0)))
+        learned = answers.learned_width("local")
+        assert learned is not None and learned > 1  # eight slots: grown past the slow start
+        judge = dispatcher_for(tmp_path, spec, concurrency=8, start_width=answers.learned_width)
+        fresh = Request(model="local/m", prompt="a question not asked yet", timeout_s=5.0)
+        outcomes = judge.run_each(judge.plan([fresh]))
+    assert outcomes[0].status == OK and not outcomes[0].cached
+    assert judge.concurrency_used()["local"]["min"] == learned
+    fixed = endpoint_dispatcher(tmp_path, spec, concurrency=3)  # not adaptive: learns nothing
+    fixed._limiter(fixed.registry.adapter_for("local/m")).sent = 5
+    assert fixed.learned_width("local") is None
+
+
+RECORD_DISPATCHERS = """
+import json
+import pytest
+from pytest_evalmine.stash import eval_session
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    used = [d.concurrency_used().get("local") for d in eval_session(session.config).dispatchers]
+    with open("dispatchers.json", "w") as out:
+        json.dump([u for u in used if u], out)
+"""
+
+
+def test_the_judges_dispatcher_starts_at_the_answers_width(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE + "judge: {model: local/judge}\n")
+    pytester.makeconftest(RECORD_DISPATCHERS)
+    with running_slot_server(SlotServer(slots=8, service_s=0.02)) as (loopback, _):
+        pytester.runpytest(f"--evalmine-endpoint=local={loopback.url}/v1,free")
+    answers, *judging = json.loads((pytester.path / "dispatchers.json").read_text())
+    assert answers["min"] == 1 and judging  # the answers slow-started; the judge was called
+    assert judging[0]["min"] == answers["final"]

@@ -408,9 +408,20 @@ class EvalSession:
             loop=self.loop,
             on_interrupt=on_interrupt,
             batch=self.batching(),
+            start_width=self._learned_width,
         )
         self.dispatchers.append(dispatcher)
         return dispatcher
+
+    def _learned_width(self, provider: str) -> int | None:
+        """The width the run's latest dispatcher to call ``provider`` ended at: the server
+        is the same one, so a later dispatcher (each judging phase has its own) starts
+        there instead of slow-starting again."""
+        for earlier in reversed(self.dispatchers):
+            width = earlier.learned_width(provider)
+            if width is not None:
+                return width
+        return None
 
     def batching(self) -> BatchSession | None:
         """The run's provider batches (``--evalmine-batch``), shared by the answers' and the

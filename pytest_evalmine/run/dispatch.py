@@ -98,6 +98,10 @@ class Dispatcher:
     # Provider batches (``run/batch.py``): the batched providers' uncached calls wait for a
     # batch instead of being sent online, priced at the batch rate; None: all online.
     batch: BatchSession | None = None
+    # Where a provider's width starts when its server declares no capacity: the width an
+    # earlier dispatcher of the run ended at for it (the judge's after the answers'), None
+    # for none. A fresh dispatcher would otherwise slow-start again from 1.
+    start_width: Callable[[str], int | None] | None = None
     budget_exhausted: bool = False
     # Set by the first Ctrl-C while dispatching: nothing new is sent after it.
     interrupted: bool = False
@@ -180,12 +184,21 @@ class Dispatcher:
             ceiling = self.provider_concurrency.get(adapter.name, self.concurrency)
             # A server that says how many requests it serves at once (llama.cpp's slots).
             declared = getattr(adapter, "server_slots", None)
+            if not isinstance(declared, int) and self.start_width is not None:
+                declared = self.start_width(adapter.name)
             limiter = self._limiters[adapter.name] = ConcurrencyLimiter(
                 ceiling,
                 fixed=not self.adaptive or adapter.name in self.fixed_providers,
                 declared=declared if isinstance(declared, int) else None,
             )
         return limiter
+
+    def learned_width(self, provider: str) -> int | None:
+        """The width a provider's adaptive limit has now, once it sent calls; else None."""
+        limiter = self._limiters.get(provider)
+        if limiter is None or limiter.fixed or not limiter.sent:
+            return None
+        return limiter.limit
 
     def concurrency_used(self) -> dict[str, dict[str, Any]]:
         """Per provider that was called: its widths (min, max, final) and back-offs."""
