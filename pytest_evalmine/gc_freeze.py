@@ -6,8 +6,6 @@ the next in-process run lets the earlier one's objects go. Standard library only
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 _frozen_by_us = False
 
@@ -26,7 +24,13 @@ def freeze_survivors(generation: int = 2) -> None:
     the items then stay out of the full collections made while items run, the judge is
     awaited and reports are written). A full collection there found at most a few dozen
     objects (class drafts attrs discards) for 35 ms at 200 cases and 100 ms at 5,000: that
-    little old garbage stays frozen instead."""
+    little old garbage stays frozen instead.
+
+    At session finish, the youngest generation only: the records, reports and items alive
+    then stay out of the full collections that judging and writing the reports set off (at
+    3,000 cases five, a third of session finish's CPU, freeing nothing), while the garbage
+    cycles session finish makes (a judge's HTTP exchanges) are still collected. Turning the
+    collector off there saved the same and would have kept those cycles to the end."""
     global _frozen_by_us
     gc.collect(generation)
     gc.freeze()
@@ -40,24 +44,3 @@ def unfreeze_earlier_run() -> None:
     if _frozen_by_us:
         gc.unfreeze()
         _frozen_by_us = False
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """No automatic collection inside the block (session finish: judging and writing the
-    reports); the collector's state before it comes back after it, a collector already off
-    stays off.
-
-    Session finish allocates millions of objects and frees nearly all of them by reference
-    counting, yet their allocations set off full collections that walked everything alive,
-    to find nothing: at 3,000 cases five of them, a third of session finish's CPU. Garbage
-    cycles made inside the block are freed by the next collection, at the latest the full
-    one after the run's last hook (``freeze_survivors``)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()

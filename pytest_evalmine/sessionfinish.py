@@ -42,24 +42,25 @@ def finish_session(
         _say_nothing_ran(config, session)
         return
     from .engine.finish import REPORTS_NOT_WRITTEN, exit_code, finish_run, report_root_of
-    from .gc_freeze import collector_paused
+    from .gc_freeze import freeze_survivors
 
     command = "pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args)
     failure = None
     finished: list[FinishedSuite] = []
     try:
-        with collector_paused():  # its allocations set off full collections that free nothing
-            finished = finish_run(
-                evalsession,
-                command=command,
-                report_root=report_root_of(evalsession),
-                judge_registry=evalsession.judge_registry,
-                on_progress=on_progress,
-                on_interrupt=on_interrupt,
-                # Ctrl-C, -x or an internal error: never spend on a judge the user stopped.
-                stopped=_why_stopped(session),
-                pytest_html=_pytest_html_page(config),
-            )
+        # What is alive now stays out of the full collections judging and writing set off.
+        freeze_survivors(generation=0)
+        finished = finish_run(
+            evalsession,
+            command=command,
+            report_root=report_root_of(evalsession),
+            judge_registry=evalsession.judge_registry,
+            on_progress=on_progress,
+            on_interrupt=on_interrupt,
+            # Ctrl-C, -x or an internal error: never spend on a judge the user stopped.
+            stopped=_why_stopped(session),
+            pytest_html=_pytest_html_page(config),
+        )
     except Exception as exc:  # a report failure must not hide the run's own outcome
         failure = f"{type(exc).__name__}: {exc}"
     finally:
