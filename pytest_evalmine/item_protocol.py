@@ -173,8 +173,10 @@ def _short_protocol_serves(item: pytest.Item) -> bool:
     if not allowed:
         return False
     # Everything above the item is set up (pytest's protocol ran the task's first item), so
-    # the item adds nothing to set up or tear down but itself.
-    if list(item.session._setupstate.stack) != item.listchain()[:-1]:
+    # the item adds nothing to set up or tear down but itself. (pytest's own state: a pytest
+    # that keeps it elsewhere gets its own protocol.)
+    stack = getattr(getattr(item.session, "_setupstate", None), "stack", None)
+    if not isinstance(stack, dict) or list(stack) != item.listchain()[:-1]:
         return False
     if any(mark.name in _PHASE_MARKS for mark in item.iter_markers()):
         return False
@@ -194,8 +196,8 @@ def _task_allows(item: Any) -> bool:
     from .scoring.checkers import BUILTIN
     from .scoring.item import EXEC
 
-    info = item._fixtureinfo
-    if frozenset(info.names_closure) != _OWN_CLOSURE:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None or frozenset(info.names_closure) != _OWN_CLOSURE:
         return False
     definitions = info.name2fixturedefs.get("evalmine_answer", ())
     if not definitions or getattr(definitions[-1].func, "__module__", None) != _PLUGIN_MODULE:
