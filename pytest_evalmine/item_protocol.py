@@ -42,8 +42,10 @@ _PHASE_HOOKS = (
 _INERT_PLUGIN_MODULES = ("_pytest.", "pytest_evalmine.", "_hypothesis_pytestplugin", "anyio.")
 # Marks that pytest's skipping plugin acts on in an item's setup and call.
 _PHASE_MARKS = frozenset({"skip", "skipif", "xfail"})
-# What a suite item's fixture closure is when nothing of the user's reaches it.
+# What a suite item's fixture closure is when nothing of the user's reaches it, and where
+# its evalmine_answer fixture comes from then.
 _OWN_CLOSURE = frozenset({"evalmine_answer", "request"})
+_PLUGIN_MODULE = "pytest_evalmine.plugin"
 
 
 class Stopped(pytest.exit.Exception):
@@ -162,15 +164,16 @@ def _phase(item: pytest.Item, when: Any, body: Callable[[], object]) -> pytest.T
 
 
 def _short_protocol_serves(item: pytest.Item) -> bool:
-    from .items import EvalItem
+    from .items import EvalItem, TaskNode
 
     if not isinstance(item, EvalItem) or not _run_allows(item.config):
         return False
-    parent = item.parent
-    allowed = getattr(parent, "short_protocol", None)
-    if allowed is None:
-        allowed = parent.short_protocol = _task_allows(item)  # type: ignore[union-attr]
-    if not allowed:
+    task = item.parent
+    if not isinstance(task, TaskNode):
+        return False
+    if task.short_protocol is None:
+        task.short_protocol = _task_allows(item)
+    if not task.short_protocol:
         return False
     # Everything above the item is set up (pytest's protocol ran the task's first item), so
     # the item adds nothing to set up or tear down but itself. (pytest's own state: a pytest
@@ -205,9 +208,6 @@ def _task_allows(item: Any) -> bool:
     return all(check.name == EXEC or check.name in BUILTIN for check in item.spec.task.checks)
 
 
-_PLUGIN_MODULE = "pytest_evalmine.plugin"
-
-
 def _run_allows(config: pytest.Config) -> bool:
     allowed = config.stash.get(_RUN_ALLOWS_KEY, None)
     if allowed is None:
@@ -228,16 +228,17 @@ def _options_allow(config: pytest.Config) -> bool:
 
 def _acting_plugins(config: pytest.Config) -> list[str]:
     """The plugins with a per-phase hook that may act on a suite item."""
-    acting = []
-    for name in _PHASE_HOOKS:
-        for impl in getattr(config.pluginmanager.hook, name).get_hookimpls():
-            plugin = impl.plugin
-            module = getattr(plugin, "__name__", None) or type(plugin).__module__
-            if not f"{module}.".startswith(_INERT_PLUGIN_MODULES):
-                acting.append(impl.plugin_name)
-    for impl in config.pluginmanager.hook.pytest_runtest_protocol.get_hookimpls():
-        module = getattr(impl.plugin, "__name__", None) or type(impl.plugin).__module__
-        wraps = impl.wrapper or impl.hookwrapper
-        if not wraps and not f"{module}.".startswith(_INERT_PLUGIN_MODULES):
-            acting.append(impl.plugin_name)  # it runs items its own way (reruns, say)
-    return acting
+    hook = config.pluginmanager.hook
+    impls = [impl for name in _PHASE_HOOKS for impl in getattr(hook, name).get_hookimpls()]
+    # A plugin that runs items its own way (reruns, say); one that wraps the protocol does not.
+    impls += [
+        impl
+        for impl in hook.pytest_runtest_protocol.get_hookimpls()
+        if not (impl.wrapper or impl.hookwrapper)
+    ]
+    return [impl.plugin_name for impl in impls if not _inert(impl.plugin)]
+
+
+def _inert(plugin: object) -> bool:
+    module = getattr(plugin, "__name__", None) or type(plugin).__module__
+    return f"{module}.".startswith(_INERT_PLUGIN_MODULES)

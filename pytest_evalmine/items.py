@@ -45,6 +45,8 @@ class TaskNode(pytest.Collector):
     def __init__(self, *, specs: list[ItemSpec], **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.specs = specs
+        # Whether its items may take the short protocol (item_protocol), decided once.
+        self.short_protocol: bool | None = None
 
     def collect(self) -> Iterator[pytest.Item]:
         # Every item of a task has the same function, parent and marks, so one fixture
