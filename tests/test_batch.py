@@ -21,6 +21,7 @@ import pytest
 
 from pytest_evalmine.adapters import batch_anthropic, batch_openai
 from pytest_evalmine.adapters.base import Request
+from pytest_evalmine.engine.stored import StoredRun, rerender
 from pytest_evalmine.errors import EvalmineError, PriceError
 from pytest_evalmine.exitcodes import BATCH_PENDING
 from pytest_evalmine.run import batch as batch_module
@@ -524,6 +525,11 @@ def test_a_pytest_run_batches_its_answers_and_its_reports_say_so(
     assert (server.provider.batches_created, server.provider.online_calls) == (1, 0)
     report_md = (newest_run_dir(pytester.path) / "report.md").read_text()
     assert "batch: box 6 by batch (1 batch)" in report_md
+    # `evalmine rerender` writes the same report.md from the stored files, batch line and all.
+    run = StoredRun(newest_run_dir(pytester.path))
+    (run.run_dir / "report.md").unlink()
+    rerender(run, pytester.path)
+    assert (run.run_dir / "report.md").read_text() == report_md
     # The answers are answers: replayed from the cache with no batch and no network.
     replay = pytester.runpytest(*_flags(server), "--evalmine-record=none")
     assert replay.ret == result.ret

@@ -248,6 +248,7 @@ def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
         scored_tasks=tuple(report.get("scored_tasks", ())),
         repeats=int(report.get("repeats", 1)),
         concurrency=report.get("concurrency", {}),
+        batches=report.get("batches"),
         score_only=bool(report.get("score_only", False)),
     )
 
