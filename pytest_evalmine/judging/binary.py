@@ -14,7 +14,7 @@ from ..stats.ppi import PPIEstimate, ppi_mean
 from ..stats.proportions import Proportion
 from ..stats.sampling import in_hash_sample
 from ..suite.loader import CriterionLabel, Suite
-from .criteria import FAIL, PASS, CriterionVerdict, criteria_record
+from .criteria import FAIL, PASS, CriterionVerdict, criteria_record, criterion_texts
 
 # The share of cases whose labels measure the judge; the rest (the dev split) are for a
 # person tuning the criterion's wording, and never enter these numbers.
@@ -252,11 +252,7 @@ def binary_from_verdicts(
         all_pass=[_all_pass(model, verdicts, calibrations) for model in models],
         min_labels_per_class=suite.judge.min_labels_per_class,
         min_recall=suite.judge.min_recall,
-        criterion_texts={
-            task.id: {judge.name: judge.criterion for judge in task.judges}
-            for task in suite.tasks
-            if task.judges
-        },
+        criterion_texts=criterion_texts(suite),
         human_labels=list(suite.criterion_labels),
     )
 

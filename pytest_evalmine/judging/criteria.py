@@ -77,13 +77,17 @@ class CriterionVerdict(CallAccounting):
         return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
 
 
+def criterion_texts(suite: Suite) -> dict[str, dict[str, str]]:
+    """Each task with binary judges: its criteria's texts by name."""
+    return {t.id: {j.name: j.criterion for j in t.judges} for t in suite.tasks if t.judges}
+
+
 def criteria_record(suite: Suite, model: str) -> dict[str, str]:
     """What identifies the binary judge as an instrument: its model, the criteria's hash,
     the prompt template version and the verdict schema's hash."""
-    criteria = {t.id: {j.name: j.criterion for j in t.judges} for t in suite.tasks if t.judges}
     return {
         "model": model,
-        "criteria_hash": sha256_hex(criteria),
+        "criteria_hash": sha256_hex(criterion_texts(suite)),
         "prompt_template_version": CRITERION_TEMPLATE_VERSION,
         "verdict_schema_hash": sha256_hex(CRITERION_SCHEMA),
     }
