@@ -356,16 +356,7 @@ class Store:
 
     def hit(self, key: str) -> Hit | None:
         """The cached answer with the claim of whoever paid for it, in one read."""
-        row = self.connection.execute(
-            "SELECT a.response, a.cost_usd, c.run_token, c.owner, c.status, c.error, "
-            "c.error_kind, c.cost_usd, c.possibly_billed_usd, c.attempts FROM answers a "
-            "LEFT JOIN claims c ON c.key = a.key WHERE a.key = ?",
-            (key,),
-        ).fetchone()
-        if row is None:
-            return None
-        answer = CachedAnswer(response=Response.from_json(row[0]), cost_usd=row[1])
-        return Hit(answer, None if row[2] is None else Claim(*row[2:]))
+        return self.hits([key]).get(key)
 
     def has(self, key: str) -> bool:
         row = self.connection.execute("SELECT 1 FROM answers WHERE key = ?", (key,)).fetchone()
@@ -396,7 +387,9 @@ class Store:
 
     def cached_keys(self, keys: list[str]) -> set[str]:
         """The keys of ``keys`` whose answer is cached, read in batches."""
-        return self._cached(keys)
+        return {
+            row[0] for row in self._rows_of("SELECT key FROM answers WHERE key IN ({marks})", keys)
+        }
 
     def record_paid_answer(self, **fields: Any) -> None:
         """One ``PaidAnswer`` (its fields as keywords), as ``record_paid_answers`` does."""
@@ -630,7 +623,7 @@ class Store:
         are not cached (a cached one needs no claim: a warm run writes nothing)."""
         states: dict[str, str] = {}
         if reads_cache:
-            states = dict.fromkeys(self._cached(keys), ANSWERED)
+            states = dict.fromkeys(self.cached_keys(keys), ANSWERED)
         todo = [key for key in keys if key not in states]
         alive: dict[str, bool] = {}
         for start in range(0, len(todo), _BATCH):
@@ -638,11 +631,6 @@ class Store:
                 for key in todo[start : start + _BATCH]:
                     states[key] = _claim(db, run_token, key, owner, reads_cache, alive)
         return states
-
-    def _cached(self, keys: list[str]) -> set[str]:
-        return {
-            row[0] for row in self._rows_of("SELECT key FROM answers WHERE key IN ({marks})", keys)
-        }
 
     def _rows_of(self, query: str, keys: Sequence[str]) -> Iterator[Any]:
         """The rows of ``query`` for ``keys``, its ``IN ({marks})`` taking them ``_BATCH`` at
