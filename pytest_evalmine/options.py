@@ -461,6 +461,16 @@ def report_root(rootdir: Path, report_dir: str) -> Path:
     )
 
 
+def evalmine_home(rootdir: Path) -> Path:
+    """The folder the cache lives in: ``EVALMINE_HOME``, else ``ROOTDIR/.evalmine``."""
+    return Path(os.environ.get(HOME_ENV) or rootdir / ".evalmine")
+
+
+def cache_path(rootdir: Path) -> Path:
+    """The run's cache file (the session's store, ``evalmine batches``' listing)."""
+    return evalmine_home(rootdir) / "cache.sqlite"
+
+
 def record_mode(no_cache: bool, record: str) -> str:
     """The effective record mode: ``--evalmine-no-cache`` is ``all``. Raises ``ValueError``
     for the one contradiction."""

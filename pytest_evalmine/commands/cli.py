@@ -425,13 +425,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_batches(args: argparse.Namespace) -> int:
     import datetime as dt
-    import os
 
-    from ..options import HOME_ENV
+    from ..options import cache_path
     from ..reports.render import text_table
     from ..run.store import Store
 
-    path = Path(os.environ.get(HOME_ENV) or args.rootdir / ".evalmine") / "cache.sqlite"
+    path = cache_path(args.rootdir)
     if not path.is_file():  # never create a cache to say it is empty
         listed: list[dict[str, Any]] = []
     else:

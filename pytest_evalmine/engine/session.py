@@ -8,7 +8,6 @@ task x case x model into requests, plans and estimates them, dispatches through 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -28,7 +27,14 @@ from ..judging.judge import (
     task_prompt,
 )
 from ..judging.pairs import BASELINE_FIRST, CANDIDATE_FIRST, Pair
-from ..options import HOME_ENV, cap_from, check_values, project_folders, record_mode
+from ..options import (
+    cache_path,
+    cap_from,
+    check_values,
+    evalmine_home,
+    project_folders,
+    record_mode,
+)
 from ..reports.render import money
 from ..run.batch import BatchSession, parse_batch
 from ..run.concurrency import merged_concurrency
@@ -194,12 +200,12 @@ class EvalSession:
     # configuration --------------------------------------------------------------------
     @property
     def home(self) -> Path:
-        return Path(os.environ.get(HOME_ENV) or self.rootdir / ".evalmine")
+        return evalmine_home(self.rootdir)
 
     @property
     def store(self) -> Store:
         if self._store is None:
-            self._store = Store(self.home / "cache.sqlite")
+            self._store = Store(cache_path(self.rootdir))
         return self._store
 
     @property
