@@ -287,11 +287,11 @@ def test_polling_survives_a_server_restart_and_failed_polls(
 def test_batches_split_under_the_request_and_byte_limits(
     server: ProviderServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(batch_openai, "MAX_REQUESTS", 3)
+    monkeypatch.setattr(batch_openai.OpenAIBatch, "max_requests", 3)
     _first, outcomes = run(server, tmp_path / "a.sqlite", requests_for(7, "openai"))
     assert [o.status for o in outcomes] == [OK] * 7
     assert [len(b.requests) for b in server.provider.batches.values()] == [3, 3, 1]
-    monkeypatch.setattr(batch_anthropic, "MAX_BYTES", 700)
+    monkeypatch.setattr(batch_anthropic.AnthropicBatch, "max_bytes", 700)
     _second, outcomes = run(server, tmp_path / "b.sqlite", requests_for(5, "anthropic"))
     assert [o.status for o in outcomes] == [OK] * 5
     anthropic = [b for b in server.provider.batches.values() if b.wire == "anthropic"]

@@ -26,6 +26,7 @@ from .batch_wire import (
     POLL_TIMEOUT_S,
     RESULTS_TIMEOUT_S,
     SUBMIT_TIMEOUT_S,
+    AdapterWire,
     BatchStatus,
     ItemResult,
     jsonl_lines,
@@ -40,23 +41,12 @@ from .http import (
     get_json,
 )
 
-MAX_REQUESTS = 100_000
-MAX_BYTES = 256 * 1024 * 1024
 _KINDS = {"errored": BATCH_ERRORED, "canceled": BATCH_CANCELED, "expired": BATCH_EXPIRED}
 
 
-class AnthropicBatch:
-    def __init__(self, adapter: AnthropicAdapter) -> None:
-        self.adapter = adapter
-        self.provider = adapter.name
-
-    @property
-    def max_requests(self) -> int:
-        return MAX_REQUESTS
-
-    @property
-    def max_bytes(self) -> int:
-        return MAX_BYTES
+class AnthropicBatch(AdapterWire[AnthropicAdapter]):
+    max_requests = 100_000
+    max_bytes = 256 * 1024 * 1024
 
     def _headers(self) -> dict[str, str]:
         return {

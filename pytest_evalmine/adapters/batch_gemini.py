@@ -26,14 +26,13 @@ from .batch_wire import (
     BATCH_FAILED,
     POLL_TIMEOUT_S,
     SUBMIT_TIMEOUT_S,
+    AdapterWire,
     BatchStatus,
     ItemResult,
 )
 from .gemini import KEY_HEADER, GeminiAdapter, gemini_error, parse_response
 from .http import api_key_from_env, exchange_bytes, get_json
 
-MAX_REQUESTS = 100_000
-MAX_BYTES = 20 * 1000 * 1000
 FIND_PAGES = 5
 _ENDED = {
     "SUCCEEDED": None,
@@ -43,18 +42,9 @@ _ENDED = {
 }
 
 
-class GeminiBatch:
-    def __init__(self, adapter: GeminiAdapter) -> None:
-        self.adapter = adapter
-        self.provider = adapter.name
-
-    @property
-    def max_requests(self) -> int:
-        return MAX_REQUESTS
-
-    @property
-    def max_bytes(self) -> int:
-        return MAX_BYTES
+class GeminiBatch(AdapterWire[GeminiAdapter]):
+    max_requests = 100_000
+    max_bytes = 20 * 1000 * 1000
 
     def group(self, request: Request) -> str:
         """A batch holds one model's requests (the model is in its URL)."""

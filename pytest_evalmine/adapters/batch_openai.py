@@ -27,6 +27,7 @@ from .batch_wire import (
     POLL_TIMEOUT_S,
     RESULTS_TIMEOUT_S,
     SUBMIT_TIMEOUT_S,
+    AdapterWire,
     BatchStatus,
     ItemResult,
     jsonl_lines,
@@ -36,8 +37,6 @@ from .batch_wire import (
 from .http import error_from_status, error_message, exchange_bytes, get_json, post_json
 from .openai import OpenAIAdapter
 
-MAX_REQUESTS = 50_000
-MAX_BYTES = 200 * 1024 * 1024
 ENDPOINT = "/v1/chat/completions"
 # Pages of 100 batches ``find`` reads before it says the batch is not there.
 FIND_PAGES = 5
@@ -46,21 +45,12 @@ ENDED = frozenset({"completed", "failed", "expired", "cancelled"})
 _CODES = {"batch_expired": BATCH_EXPIRED, "batch_cancelled": BATCH_CANCELED}
 
 
-class OpenAIBatch:
+class OpenAIBatch(AdapterWire[OpenAIAdapter]):
     """The Batch API of the server ``adapter`` talks to (OpenAI, or a compatible server
     that has ``/v1/batches``), with the adapter's key, request bodies and answer parser."""
 
-    def __init__(self, adapter: OpenAIAdapter) -> None:
-        self.adapter = adapter
-        self.provider = adapter.name
-
-    @property
-    def max_requests(self) -> int:
-        return MAX_REQUESTS
-
-    @property
-    def max_bytes(self) -> int:
-        return MAX_BYTES
+    max_requests = 50_000
+    max_bytes = 200 * 1024 * 1024
 
     def _headers(self, content_type: str | None = "application/json") -> dict[str, str]:
         key = self.adapter._api_key()

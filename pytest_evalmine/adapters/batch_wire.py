@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
-from .base import AdapterError, Request, Response
+from .base import Adapter, AdapterError, Request, Response
 
 # Per-item failure kinds: the provider's word for why a request of a batch got no answer.
 BATCH_ERRORED = "batch_errored"
@@ -86,6 +86,21 @@ class BatchWire(Protocol):
         elapsed_s: float,
         sent_order: Sequence[str] = (),
     ) -> list[ItemResult]: ...
+
+
+A = TypeVar("A", bound=Adapter)
+
+
+class AdapterWire(Generic[A]):
+    """What every wire shares: the adapter whose key, request bodies and answer parser it
+    uses, its provider's name, and the bounds of one batch (each wire sets its own)."""
+
+    max_requests: int
+    max_bytes: int
+
+    def __init__(self, adapter: A) -> None:
+        self.adapter = adapter
+        self.provider = adapter.name
 
 
 def jsonl_lines(content: bytes) -> tuple[list[dict[str, Any]], int]:
