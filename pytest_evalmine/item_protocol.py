@@ -21,7 +21,8 @@ from typing import Any, NoReturn
 
 import pytest
 
-from .progress import say
+from .preload import join_preload
+from .progress import progress_printer, say
 from .stash import eval_session
 
 ITEM_RECORD_KEY = pytest.StashKey[Any]()
@@ -65,9 +66,6 @@ def stop(message: str, returncode: int) -> NoReturn:
 def end_streaming(config: pytest.Config) -> None:
     """Let a streamed dispatch end (the calls in flight land in the cache), join the
     preload, and say how many answers arrived. Before anything reads every outcome."""
-    from .preload import join_preload
-    from .progress import progress_printer
-
     session = eval_session(config)
     if session.streaming is None:
         return
@@ -90,7 +88,6 @@ def answer_for(item: Any, start_dispatch: Callable[[], object] | None) -> Any:
     session. Fails the item on a provider error; re-raises a check's own exception."""
     from .engine.session import spec_id
     from .items import ItemAnswer
-    from .preload import join_preload
     from .reports.junit import item_properties
 
     config = item.config

@@ -140,9 +140,6 @@ class Width:
     limit: int
     fixed: bool = False
 
-    def __str__(self) -> str:
-        return f"{FIXED_WIDTH_PREFIX}{self.limit}" if self.fixed else str(self.limit)
-
 
 OPTIONS: tuple[Option, ...] = (
     Option(

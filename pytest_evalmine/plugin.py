@@ -182,7 +182,7 @@ def evalmine_answers(
     streaming = session.can_stream(specs)
     if streaming:
         # The items' own progress (pytest's dots) shows the answers arriving; one line at the
-        # end (_end_streaming) gives their total.
+        # end (end_streaming) gives their total.
         evalmine_dispatcher.on_progress = None
     try:
         planned = None
@@ -311,10 +311,11 @@ class Reporter:
         record = getattr(report, RECORD_ATTRIBUTE, None)
         if record is None:
             return
-        if isinstance(record, dict):  # from an xdist worker
+        if isinstance(record, dict):  # from an xdist worker: the record, once, for all
             from .run.records import AnswerRecord
 
             record = AnswerRecord.from_dict(record)
+            setattr(report, RECORD_ATTRIBUTE, record)
         eval_session(self.config).add_record(record)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:

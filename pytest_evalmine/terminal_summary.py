@@ -24,7 +24,6 @@ from typing import Any
 
 import pytest
 
-from .redaction import redact
 from .stash import RECORD_ATTRIBUTE, SUMMARY_KEY
 
 # The --tb styles that ask for pytest's full failure form.
@@ -49,6 +48,8 @@ def compact_failure(record: Any) -> list[str]:
     expected and got values (and the names of any other failed checks), then the answer's
     tail on one line. An item that failed without checks (not sent: the cap, a replay miss)
     is its outcome and why."""
+    from .redaction import redact  # only when a failure is shown: off the plugin's import
+
     if record.error:
         return [redact(f"{record.outcome}: {record.error}")]
     failed = [check for check in record.checks if not check["passed"]]
@@ -165,16 +166,12 @@ def write_summary(terminalreporter: Any, lines: list[Any] | None) -> None:
 def write_blocks(terminalreporter: Any, reports: list[Any], one_line: bool) -> None:
     """A short block per report under pytest's header line; with ``--tb=line``, one line:
     the item and its block's first line."""
-    from .run.records import AnswerRecord
-
     terminalreporter.write_sep(
         "=", "FAILURES (suite items; -v or --tb=long for pytest's full form)"
     )
     for report in reports:
-        record = getattr(report, RECORD_ATTRIBUTE)
-        if isinstance(record, dict):  # from an xdist worker
-            record = AnswerRecord.from_dict(record)
-        block = compact_failure(record)
+        # An xdist worker's dict became the record at its logreport (plugin.Reporter).
+        block = compact_failure(getattr(report, RECORD_ATTRIBUTE))
         head = report.head_line or report.nodeid
         if one_line:
             terminalreporter.write_line(f"{head}: {block[0]}")
@@ -191,8 +188,6 @@ def _suite_item_failure(report: Any) -> bool:
     if report.when != "call":
         return False
     record = getattr(report, RECORD_ATTRIBUTE, None)
-    if isinstance(record, dict):  # from an xdist worker
-        return record.get("outcome") != "passed"
     # A passed record whose item failed all the same (another plugin's timeout, say): not ours.
     return record is not None and record.outcome != "passed"
 

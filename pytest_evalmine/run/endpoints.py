@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import EvalmineError
+from ..options import FIXED_WIDTH_PREFIX as FIXED_PREFIX  # ``concurrency: fixed:N``
 from ..options import parse_number
 from .prices import PriceRow, declared_row
 
 KINDS = ("openai-compatible", "ollama")
-# ``concurrency: fixed:N``: N calls at once, never adapted to the server's answers.
-FIXED_PREFIX = "fixed:"
 
 
 @dataclass(frozen=True)
