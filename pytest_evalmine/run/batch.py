@@ -22,7 +22,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..adapters.base import Adapter, AdapterError
-from ..adapters.batch_wire import NO_RESULT, BatchStatus, BatchWire, ItemResult, split_entries
+from ..adapters.batch_wire import (
+    BATCH_CANCELED,
+    BATCH_ERRORED,
+    BATCH_EXPIRED,
+    BATCH_FAILED,
+    NO_RESULT,
+    BatchStatus,
+    BatchWire,
+    ItemResult,
+    split_entries,
+)
 from ..errors import EvalmineError
 from .outcome import BUDGET, ERROR, Outcome
 from .planned import Planned
@@ -41,6 +51,8 @@ IN_BATCH = "in_batch"
 # The server has no batch API (an OpenAI-compatible endpoint without /v1/batches answers
 # 404): its calls go online, at the online price, whatever ``fallback`` says.
 NO_BATCH_API = "batch_unsupported"
+# The provider refused the batch before accepting it: nothing was billed.
+NOT_SUBMITTED = "batch_not_submitted"
 # Statuses of a refused submission that say the server has no batch API at all.
 _NO_API_STATUSES = frozenset({404, 405, 501})
 # Failures (of polls, of reading results) in a row before a batch's calls are given up;
@@ -48,14 +60,7 @@ _NO_API_STATUSES = frozenset({404, 405, 501})
 MAX_POLL_FAILURES = 20
 # Kinds of a request's failure for which the provider has billed nothing: released.
 _UNBILLED = frozenset(
-    {
-        "batch_errored",
-        "batch_expired",
-        "batch_canceled",
-        "batch_failed",
-        "batch_not_submitted",
-        NO_BATCH_API,
-    }
+    {BATCH_ERRORED, BATCH_EXPIRED, BATCH_CANCELED, BATCH_FAILED, NOT_SUBMITTED, NO_BATCH_API}
 )
 
 
@@ -380,7 +385,7 @@ class Batcher:
             billed = exc.may_have_been_billed
             if not billed:
                 self.store.batch_forgotten(local_id)
-            kind = "batch_submit_lost" if billed else "batch_not_submitted"
+            kind = "batch_submit_lost" if billed else NOT_SUBMITTED
             if not billed and exc.status in _NO_API_STATUSES:
                 kind = NO_BATCH_API
                 self.session.unsupported.add(id(wire))
