@@ -125,19 +125,13 @@ def call_count(log: Path) -> int:
 
 # Proxies from the environment (aiohttp's trust_env) would route loopback traffic away from
 # a test's server.
-PROXY_VARIABLES = (
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-)
+PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 
 def clear_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
 
 
 def write_suite(directory: Path, text: str, name: str = "suite.eval.yaml") -> Path:

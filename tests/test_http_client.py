@@ -27,7 +27,7 @@ from pytest_evalmine.adapters.base import AdapterError, set_max_response_mb
 from pytest_evalmine.adapters.http import ClientHolder, get_json, new_client, post_json
 from pytest_evalmine.options import DEFAULT_MAX_RESPONSE_MB
 
-from .conftest import unavailable
+from .conftest import clear_proxies, unavailable
 from .http_server import (
     LoopbackCertificate,
     Reply,
@@ -47,15 +47,10 @@ def synchronously(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..
     return run
 
 
-PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
-
-
 @pytest.fixture(autouse=True)
 def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
     # A proxy set on the machine would carry these loopback requests elsewhere.
-    for name in PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
+    clear_proxies(monkeypatch)
 
 
 @dataclass
