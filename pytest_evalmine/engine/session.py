@@ -593,7 +593,8 @@ class EvalSession:
                             empty = {baseline: "", candidate: ""}
                             request = judge_request(judge_model, suite, pair, orders[0], empty)
                             like = judging.plan([request])[0]
-                        sized += [judge_text_chars(suite, pair, base[1] + cand[1])] * len(orders)
+                        chars = judge_text_chars(suite, pair, base[1] + cand[1], system=system)
+                        sized += [chars] * len(orders)
             if like is not None:
                 estimate = estimate + judging.estimate_by_size(like, sized)
         requests = (

@@ -105,11 +105,15 @@ def criterion_request(
     case: str,
     criterion: Criterion,
     answer: str,
+    *,
+    asked: str | None = None,
 ) -> Request:
     """One criterion's call on one answer. The model that answered is never named to the
-    judge; ``context`` is for adapters only (fake faults with phase=judge), never rendered."""
+    judge; ``context`` is for adapters only (fake faults with phase=judge), never rendered.
+    ``asked``: the case's ``task_prompt`` when the caller has it (every answer and criterion
+    of a case share it)."""
     prompt = CRITERION_TEMPLATE.format(
-        task_prompt=task_prompt(suite, task, case),
+        task_prompt=task_prompt(suite, task, case) if asked is None else asked,
         answer=answer,
         name=criterion.name,
         criterion=criterion.criterion,
@@ -139,14 +143,22 @@ def judge_criteria(
 ) -> list[CriterionVerdict]:
     """Every criterion of its task on every answer that arrived, as one concurrent batch.
     A provider's trouble becomes the verdict's status, never an exception."""
-    asked: list[tuple[AnswerRecord, Criterion, Request]] = [
-        (record, criterion, criterion_request(
-            judge_model, suite, record.task, record.case, criterion, record.text or ""
-        ))
-        for record in records
-        if judged(record)
-        for criterion in suite.task(record.task).judges
-    ]  # fmt: skip
+    prompts: dict[tuple[str, str], str] = {}  # rendered once per case, not per answer
+    asked: list[tuple[AnswerRecord, Criterion, Request]] = []
+    for record in records:
+        criteria = suite.task(record.task).judges if judged(record) else ()
+        if not criteria:
+            continue
+        case = (record.task, record.case)
+        if case not in prompts:
+            prompts[case] = task_prompt(suite, record.task, record.case)
+        text = record.text or ""
+        asked += [
+            (record, criterion, criterion_request(
+                judge_model, suite, record.task, record.case, criterion, text, asked=prompts[case]
+            ))
+            for criterion in criteria
+        ]  # fmt: skip
     if not asked:
         return []
     planned = dispatcher.plan(request for _, _, request in asked)
@@ -155,12 +167,8 @@ def judge_criteria(
         _verdict(record, criterion, outcome)
         for (record, criterion, _), outcome in zip(asked, outcomes, strict=True)
     ]
-    prompts: dict[tuple[str, str], str] = {}  # rendered once per case, not per criterion
     for verdict in verdicts:
-        case = (verdict.task, verdict.case)
-        if case not in prompts:
-            prompts[case] = task_prompt(suite, verdict.task, verdict.case)
-        verdict.prompt = prompts[case]
+        verdict.prompt = prompts[(verdict.task, verdict.case)]
     return verdicts
 
 

@@ -161,13 +161,18 @@ def judge_request(
     )
 
 
-def judge_text_chars(suite: Suite, pair: Pair, answer_chars: int) -> int:
+def judge_text_chars(
+    suite: Suite, pair: Pair, answer_chars: int, *, system: str | None = None
+) -> int:
     """The length of ``judge_request``'s system and prompt for answers of ``answer_chars``
     characters together, without building it (the template is filled by plain
-    substitution, so lengths add up)."""
+    substitution, so lengths add up). ``system``: the task's ``judge_system`` when the
+    caller has it (every pair of a task shares it)."""
     skeleton = PROMPT_TEMPLATE.format(task_prompt="", answer_1="", answer_2="")
     asked = task_prompt(suite, pair.task, pair.case)
-    return len(judge_system(suite, pair.task)) + len(skeleton) + len(asked) + answer_chars
+    if system is None:
+        system = judge_system(suite, pair.task)
+    return len(system) + len(skeleton) + len(asked) + answer_chars
 
 
 def with_check_outcome(record: AnswerRecord) -> str:
