@@ -86,15 +86,26 @@ class PriceTable:
     _found: dict[str, PriceRow] = field(
         default_factory=dict, init=False, repr=False, compare=False, hash=False
     )
+    # (row, provider) -> the row ``batch_row`` built, or None when it is ``row`` itself:
+    # planning asks it for every batched request, and each answer would be a new row.
+    _batched: dict[tuple[PriceRow, str], PriceRow | None] = field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     def batch_row(self, row: PriceRow, provider: str) -> PriceRow:
         """``row`` as a call sent in a provider batch is charged: the provider's batch rate
         applied, or ``row`` itself when the table has none for ``provider`` (or the row is a
         declared cost, which is the endpoint's or adapter's own price)."""
-        rate = next((r for r in self.batch if r.provider == provider), None)
-        if rate is None or row.read == "declared":
-            return row
-        return rate.applied(row)
+        key = (row, provider)
+        try:
+            batched = self._batched[key]
+        except KeyError:
+            rate = next((r for r in self.batch if r.provider == provider), None)
+            if rate is None or row.read == "declared":
+                batched = self._batched[key] = None
+            else:
+                batched = self._batched[key] = rate.applied(row)
+        return row if batched is None else batched
 
     def lookup(self, model: str) -> PriceRow:
         """A declared row first (the longest matching), then the exact row, then the longest
