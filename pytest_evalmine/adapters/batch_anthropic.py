@@ -11,7 +11,6 @@ succeeded, message} | {type: errored, error} | {type: canceled} | {type: expired
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +28,8 @@ from .batch_wire import (
     AdapterWire,
     BatchStatus,
     ItemResult,
+    compact_json,
+    json_or_text,
     jsonl_lines,
     parsed_answer,
     results_limit,
@@ -57,7 +58,7 @@ class AnthropicBatch(AdapterWire[AnthropicAdapter]):
 
     def entry(self, custom_id: str, request: Request) -> bytes:
         entry = {"custom_id": custom_id, "params": self.adapter.build_body(request)}
-        return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
+        return compact_json(entry)
 
     async def submit(self, entries: list[bytes], label: str, group: str = "") -> str:
         body = b'{"requests":[' + b",".join(entries) + b"]}"
@@ -69,10 +70,7 @@ class AnthropicBatch(AdapterWire[AnthropicAdapter]):
             SUBMIT_TIMEOUT_S,
             content=body,
         )
-        try:
-            created: Any = json.loads(content)
-        except (ValueError, UnicodeDecodeError):
-            created = text
+        created = json_or_text(content, text)
         if status >= 400:
             raise error_from_status(status, headers, error_message(created))
         batch_id = created.get("id") if isinstance(created, dict) else None

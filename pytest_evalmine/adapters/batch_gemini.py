@@ -29,6 +29,8 @@ from .batch_wire import (
     AdapterWire,
     BatchStatus,
     ItemResult,
+    compact_json,
+    json_or_text,
 )
 from .gemini import KEY_HEADER, GeminiAdapter, gemini_error, parse_response
 from .http import api_key_from_env, exchange_bytes, get_json
@@ -56,7 +58,7 @@ class GeminiBatch(AdapterWire[GeminiAdapter]):
 
     def entry(self, custom_id: str, request: Request) -> bytes:
         entry = {"request": self.adapter.body(request), "metadata": {"key": custom_id}}
-        return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode()
+        return compact_json(entry)
 
     async def submit(self, entries: list[bytes], label: str, group: str = "") -> str:
         head = json.dumps({"display_name": label})[:-1].encode()
@@ -69,10 +71,7 @@ class GeminiBatch(AdapterWire[GeminiAdapter]):
             self.adapter._clients.get(), "POST", url, self._headers(), SUBMIT_TIMEOUT_S,
             content=body,
         )  # fmt: skip
-        try:
-            created: Any = json.loads(content)
-        except (ValueError, UnicodeDecodeError):
-            created = text
+        created = json_or_text(content, text)
         if status >= 400:
             raise gemini_error(status, headers, created)
         name = created.get("name") if isinstance(created, dict) else None

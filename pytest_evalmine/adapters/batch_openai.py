@@ -13,7 +13,6 @@ requests and 200 MB a batch.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +29,8 @@ from .batch_wire import (
     AdapterWire,
     BatchStatus,
     ItemResult,
+    compact_json,
+    json_or_text,
     jsonl_lines,
     parsed_answer,
     results_limit,
@@ -66,7 +67,7 @@ class OpenAIBatch(AdapterWire[OpenAIAdapter]):
             "url": ENDPOINT,
             "body": self.adapter.build_body(request),
         }
-        return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
+        return compact_json(line)
 
     async def submit(self, entries: list[bytes], label: str, group: str = "") -> str:
         client = self.adapter._clients.get()
@@ -237,10 +238,7 @@ class OpenAIBatch(AdapterWire[OpenAIAdapter]):
 
 
 def _json_or_error(status: int, headers: Any, content: bytes, text: str, what: str) -> Any:
-    try:
-        parsed = json.loads(content)
-    except (ValueError, UnicodeDecodeError):
-        parsed = text
+    parsed = json_or_text(content, text)
     if status >= 400:
         raise error_from_status(status, headers, f"{what}: {error_message(parsed)}")
     if not isinstance(parsed, dict):

@@ -103,6 +103,20 @@ class AdapterWire(Generic[A]):
         self.provider = adapter.name
 
 
+def compact_json(value: Any) -> bytes:
+    """``value`` as a batch entry's bytes: JSON with no spaces, non-ASCII text as UTF-8."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def json_or_text(content: bytes, text: str) -> Any:
+    """The JSON value of a response body, or its ``text`` when the body is not JSON (an
+    error page): what its error message is read from."""
+    try:
+        return json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        return text
+
+
 def jsonl_lines(content: bytes) -> tuple[list[dict[str, Any]], int]:
     """The JSON objects of a JSONL body, and how many non-blank lines were unreadable (not
     JSON, not an object): those name no request, so they are counted, not guessed at."""
