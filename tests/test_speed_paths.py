@@ -367,3 +367,22 @@ def test_a_dispatch_that_fails_while_streaming_errors_its_items_and_the_run_stil
     assert outcomes.get("passed", 0) >= 1 and outcomes.get("errors", 0) >= 1
     result.stdout.fnmatch_lines(["*evalmine: the dispatch failed: disk full*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_a_summary_copied_with_new_notes_keeps_the_figures_already_built() -> None:
+    # Session finish replaces latest_note and changes after report.json built the ranking and
+    # power (bootstraps, posterior draws): the copy reads those, and builds what was not built.
+    from pytest_evalmine.reports.summary import RunSummary
+
+    summary = RunSummary(
+        "run", "suite", "s.eval.yaml", "h", ["fake/a"], "mh", [], [], 1.0, "default", None,
+        "auto", "routing", "pinned", "pytest", {}, {},
+    )  # fmt: skip
+    unbuilt = finish._replaced(summary, latest_note="note")
+    assert "ranking" not in unbuilt.__dict__ and unbuilt.ranking is None  # one model: built
+    built = {"ranking": {"r": 1}, "power": {"p": 1}, "label_suggestions": ["s"]}
+    summary.__dict__.update(built)
+    copy = finish._replaced(summary, latest_note="note", changes={"cases": []})
+    assert (copy.latest_note, copy.changes) == ("note", {"cases": []})
+    assert {name: getattr(copy, name) for name in built} == built
+    assert dataclasses.replace(summary, latest_note="x").ranking is None  # plain: rebuilt

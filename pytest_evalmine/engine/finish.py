@@ -8,6 +8,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -158,7 +159,7 @@ def finish_run(
             previous, unreadable = _previous_or_why_not(session, suite, report_root)
             if unreadable:
                 notes = (summary.latest_note, unreadable)
-                summary = dataclasses.replace(summary, latest_note="; ".join(filter(None, notes)))
+                summary = _replaced(summary, latest_note="; ".join(filter(None, notes)))
             if previous is not None:
                 changes = compare_reports(report, previous, suite.mover_threshold)
                 changes["cases"], changes["cases_note"] = case_changes(
@@ -181,13 +182,14 @@ def finish_run(
 
 
 def _replaced(summary: RunSummary, **changes: Any) -> RunSummary:
-    """``dataclasses.replace`` keeping the ranking and power figures report.json already built
-    (bootstraps and posterior draws; the notes and changes replaced here are no part of
-    them), so the sections read them instead of drawing them again."""
+    """``dataclasses.replace`` keeping every cached figure report.json already built (the
+    ranking's bootstrap, the power's posterior draws, the label suggestions), so the sections
+    read them instead of drawing them again. Only for fields none of them reads: the notes
+    and changes replaced here."""
     copy = dataclasses.replace(summary, **changes)
-    for built in ("ranking", "power"):
-        if built in summary.__dict__:
-            copy.__dict__[built] = summary.__dict__[built]
+    for name, attribute in vars(RunSummary).items():
+        if isinstance(attribute, cached_property) and name in summary.__dict__:
+            copy.__dict__[name] = summary.__dict__[name]
     return copy
 
 
