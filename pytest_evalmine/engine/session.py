@@ -544,6 +544,12 @@ class EvalSession:
         # for the pairs, the text as the pairwise judge sees it (its checks' outcome added).
         answers: dict[tuple[Path, str, str, str], tuple[str | None, int]] = {}
         judged: dict[tuple[Path, str, str, str], tuple[str | None, int]] = {}
+        # Only a task the pairwise judge will see needs its answers as it sees them (their
+        # checks run for that): a suite with a judge and two models, a task with judge on.
+        pairwise = {
+            path: self.judge_model_for(suite) is not None and len(self.models_for(suite)) >= 2
+            for path, suite in {spec.suite.path: spec.suite for spec in specs}.items()
+        }
         for spec, plan in zip(specs, planned, strict=True):
             if spec.repeat:
                 continue  # judges see the first answers (repeat 0) only
@@ -551,8 +557,9 @@ class EvalSession:
             key = (spec.suite.path, spec.task.id, spec.case.id, spec.model)
             if hit is not None:
                 answers[key] = (hit.response.text, len(hit.response.text))
-                seen = self._as_judged(spec, hit.response.text)
-                judged[key] = (seen, len(seen or hit.response.text))
+                if pairwise[spec.suite.path] and spec.task.judge:
+                    seen = self._as_judged(spec, hit.response.text)
+                    judged[key] = (seen, len(seen or hit.response.text))
             else:
                 answers[key] = judged[key] = (None, CHARS_PER_TOKEN * spec.params.max_tokens)
         orders = (BASELINE_FIRST, CANDIDATE_FIRST)
@@ -881,7 +888,10 @@ def _criteria_calls(
     sized: list[int] = []
     like: Planned | None = None
     for task in suite.tasks:
+        if not task.judges:
+            continue
         for case in task.cases:
+            asked = task_prompt(suite, task.id, case.id)  # every answer and criterion's
             for model in models:
                 answer = answers.get((suite.path, task.id, case.id, model))
                 if answer is None or (answer[0] is not None and not answer[0].strip()):
@@ -889,7 +899,7 @@ def _criteria_calls(
                 text, chars = answer
                 for criterion in task.judges:
                     request = criterion_request(
-                        judge_model, suite, task.id, case.id, criterion, text or ""
+                        judge_model, suite, task.id, case.id, criterion, text or "", asked=asked
                     )
                     if text is not None:
                         built.append(request)
