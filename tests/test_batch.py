@@ -5,6 +5,7 @@ and resuming a batch after a kill -9 or beside another process, paying nothing t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -692,3 +693,28 @@ def test_a_bug_reading_a_batch_leaves_its_calls_in_batch_instead_of_hanging(
     _run, outcomes = run(server, tmp_path / "c.sqlite", requests_for(2, "openai"))
     assert {o.error_kind for o in outcomes} == {IN_BATCH}
     assert all("could not be read (KeyError" in o.error for o in outcomes)
+
+
+def test_anthropic_results_on_another_origin_are_never_fetched() -> None:
+    """The poll's results_url decides where the key goes: only to the configured server.
+    Refused before any exchange (the other host does not exist), and named by its origin
+    only, never its path or query."""
+    from pytest_evalmine.adapters.anthropic import AnthropicAdapter
+    from pytest_evalmine.adapters.base import AdapterError
+    from pytest_evalmine.adapters.batch_anthropic import AnthropicBatch
+    from pytest_evalmine.adapters.batch_wire import BatchStatus
+
+    wire = AnthropicBatch(AnthropicAdapter(base_url="http://127.0.0.1:9"))
+    elsewhere_urls = (
+        "http://127.0.0.2:9/results?key=sk-ant-leak",
+        "https://127.0.0.1:9/r",
+        "http://a:b/results?key=sk-ant-leak",  # not a URL httpx reads: named "the server"
+    )
+    for elsewhere in elsewhere_urls:
+        status = BatchStatus("ended", True, results={"results_url": elsewhere})
+        with pytest.raises(AdapterError) as raised:
+            asyncio.run(wire.results("msgbatch_1", status, {}, 0.0))
+        assert raised.value.kind == "bad_request" and "not the configured server" in str(
+            raised.value
+        )
+        assert "leak" not in str(raised.value) and "/r" not in str(raised.value)

@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
-
 from .anthropic import API_VERSION, AnthropicAdapter
 from .base import AdapterError, Request, max_response_bytes
 from .batch_wire import (
@@ -34,6 +32,7 @@ from .batch_wire import (
     parsed_answer,
     results_limit,
 )
+from .http import _origin as origin  # scheme, host and port: never a query's key
 from .http import (
     api_key_from_env,
     error_from_status,
@@ -109,11 +108,11 @@ class AnthropicBatch(AdapterWire[AnthropicAdapter]):
         url = status.results.get("results_url")
         if not isinstance(url, str) or not url:
             url = f"{self.adapter.base_url}/v1/messages/batches/{batch_id}/results"
-        if _origin(url) != _origin(self.adapter.base_url):
+        if origin(url) != origin(self.adapter.base_url):
             # The key goes only to the server the adapter was configured for.
             raise AdapterError(
                 "bad_request",
-                f"results_url on {_origin(url)}, not the configured server: not fetched",
+                f"results_url on {origin(url)}, not the configured server: not fetched",
                 retryable=False,
             )
         code, headers, content, text = await exchange_bytes(
@@ -156,11 +155,3 @@ class AnthropicBatch(AdapterWire[AnthropicAdapter]):
                 reason = f"{inner.get('type', kind)}: {inner.get('message', '')}".strip(": ")
             return ItemResult(custom_id, error_kind=_KINDS[kind], error=reason)
         return ItemResult(custom_id, error_kind=BATCH_ERRORED, error=f"result type {kind!r}")
-
-
-def _origin(url: str) -> str:
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError):
-        return url
-    return f"{parsed.scheme}://{parsed.host}:{parsed.port or ''}"
