@@ -301,15 +301,13 @@ class Batcher:
         resumed: dict[str, list[tuple[BatchedItem, Planned]]] = {}
         for key, batched in self.store.open_batch_items(list(items)).items():
             resumed.setdefault(batched.local_id, []).append((batched, items.pop(key)))
+        sizes = {b["local_id"]: b["requests"] for b in self.store.batches()} if resumed else {}
         for local_id, members in resumed.items():
             first = members[0][0]
             wire = self.session.wire(members[0][1].adapter)
             assert wire is not None
             in_batch = {batched.custom_id: item for batched, item in members}
-            total = next(
-                (b["requests"] for b in self.store.batches() if b["local_id"] == local_id),
-                len(in_batch),
-            )
+            total = sizes.get(local_id, len(in_batch))
             self._follow(
                 wire, local_id, first.batch_id, in_batch, waiting, resumed=True,
                 complete=total == len(in_batch),
