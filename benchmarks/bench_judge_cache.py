@@ -37,11 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_evalmine.adapters.anthropic import AnthropicAdapter  # noqa: E402
 from pytest_evalmine.adapters.base import Request  # noqa: E402
-from pytest_evalmine.adapters.gemini import GeminiAdapter  # noqa: E402
-from pytest_evalmine.adapters.openai import OpenAIAdapter  # noqa: E402
-from pytest_evalmine.adapters.registry import AdapterRegistry  # noqa: E402
 from pytest_evalmine.judging.judge import (  # noqa: E402
     SYSTEM_PROMPT,
     judge_request,
@@ -53,6 +49,7 @@ from pytest_evalmine.run.dispatch import Dispatcher  # noqa: E402
 from pytest_evalmine.run.prices import load_prices  # noqa: E402
 from pytest_evalmine.run.store import Store  # noqa: E402
 from pytest_evalmine.suite.loader import Suite, load_suite  # noqa: E402
+from tests.dispatchers import loopback_registry  # noqa: E402
 from tests.prompt_cache_server import prompt_cache_server  # noqa: E402
 
 ENV = "EVALMINE_BENCH_CACHE_KEY"
@@ -147,13 +144,8 @@ def requests_for(suite: Suite, judge: str, way: str, answer_chars: int) -> list[
 
 def run_way(scratch: Path, shape: str, way: str, requests: list[Request]) -> dict[str, float]:
     with prompt_cache_server(shape, enabled=way != "no cache") as cache:
-        registry = AdapterRegistry()
-        url = cache.url
-        registry.register("anthropic", lambda: AnthropicAdapter(api_key_env=ENV, base_url=url))
-        registry.register("openai", lambda: OpenAIAdapter(base_url=url + "/v1", api_key_env=ENV))
-        registry.register("google", lambda: GeminiAdapter(api_key_env=ENV, base_url=url))
         dispatcher = Dispatcher(
-            registry=registry,
+            registry=loopback_registry(cache.url, ENV),
             store=Store(scratch / f"{shape}-{way}.sqlite"),
             prices=load_prices(),
             run_token="bench",
@@ -161,13 +153,14 @@ def run_way(scratch: Path, shape: str, way: str, requests: list[Request]) -> dic
             retries=0,
         )
         started = time.perf_counter()
-        outcomes = dispatcher.run_each(dispatcher.plan(requests))
+        planned = dispatcher.plan(requests)
+        outcomes = dispatcher.run_each(planned)
         wall = time.perf_counter() - started
     usages = [o.response.usage for o in outcomes if o.response is not None]
     assert len(usages) == len(requests), "every call answered"
     return {
         "cost": sum(o.cost_usd for o in outcomes),
-        "worst": sum(p.max_cost_usd for p in dispatcher.plan(requests)),
+        "worst": sum(p.max_cost_usd for p in planned),
         "reads": sum(1 for u in usages if u.cached_input_tokens),
         "read_tokens": sum(u.cached_input_tokens for u in usages),
         "write_tokens": sum(u.cache_write_tokens for u in usages),

@@ -12,16 +12,13 @@ import time
 from collections import Counter
 from typing import Any
 
-from pytest_evalmine.adapters.anthropic import AnthropicAdapter
 from pytest_evalmine.adapters.base import Request
-from pytest_evalmine.adapters.gemini import GeminiAdapter
-from pytest_evalmine.adapters.openai import OpenAIAdapter
-from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.run.batch import BatchSession, BatchSettings
 from pytest_evalmine.run.dispatch import Dispatcher
 from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.runtoken import new_run_token
 from pytest_evalmine.run.store import Store
+from tests.dispatchers import loopback_registry
 
 KEY_ENV = "EVALMINE_TEST_BATCH_KEY"
 MODELS = {
@@ -29,16 +26,6 @@ MODELS = {
     "anthropic": "anthropic/claude-haiku-4-5",
     "google": "google/gemini-2.5-flash",
 }
-
-
-def registry_for(url: str) -> AdapterRegistry:
-    registry = AdapterRegistry()
-    registry.register("openai", lambda: OpenAIAdapter(base_url=url + "/v1", api_key_env=KEY_ENV))
-    registry.register("anthropic", lambda: AnthropicAdapter(base_url=url, api_key_env=KEY_ENV))
-    registry.register(
-        "google", lambda: GeminiAdapter(base_url=url + "/v1beta", api_key_env=KEY_ENV)
-    )
-    return registry
 
 
 def requests_for(n: int, provider: str) -> list[Request]:
@@ -52,7 +39,7 @@ def dispatcher(
     url: str, cache: str, *, cap: float = 5.0, batch: BatchSession | None, **options: Any
 ) -> Dispatcher:
     return Dispatcher(
-        registry=registry_for(url),
+        registry=loopback_registry(url, KEY_ENV),
         store=Store(cache),
         prices=load_prices(),
         run_token=new_run_token(),

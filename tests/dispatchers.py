@@ -1,17 +1,33 @@
 """A dispatcher over one endpoint named ``local``, as the money, usage and concurrency tests
 build it: its own cache database, the endpoint's declared price, no retries or back-off
-unless a test asks for them."""
+unless a test asks for them; and the three shipped providers' adapters pointed at one
+loopback server, as the batch and judge-cache tests and benchmarks build them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from pytest_evalmine.adapters.anthropic import AnthropicAdapter
+from pytest_evalmine.adapters.gemini import GeminiAdapter
+from pytest_evalmine.adapters.openai import OpenAIAdapter
 from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.run.dispatch import Dispatcher
 from pytest_evalmine.run.endpoints import parse_option
 from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.store import Store
+
+
+def loopback_registry(url: str, key_env: str) -> AdapterRegistry:
+    """``anthropic``, ``openai`` and ``google`` all at ``url`` (each under its own API's path
+    prefix), their key read from ``key_env``."""
+    registry = AdapterRegistry()
+    registry.register("anthropic", lambda: AnthropicAdapter(base_url=url, api_key_env=key_env))
+    registry.register("openai", lambda: OpenAIAdapter(base_url=url + "/v1", api_key_env=key_env))
+    registry.register(
+        "google", lambda: GeminiAdapter(base_url=url + "/v1beta", api_key_env=key_env)
+    )
+    return registry
 
 
 def endpoint_dispatcher(tmp_path: Path, spec: str, **kwargs: Any) -> Dispatcher:

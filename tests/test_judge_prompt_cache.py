@@ -15,11 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_evalmine.adapters.anthropic import AnthropicAdapter
 from pytest_evalmine.adapters.base import Request, Usage
-from pytest_evalmine.adapters.gemini import GeminiAdapter
-from pytest_evalmine.adapters.openai import OpenAIAdapter
-from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.judging.judge import (
     SYSTEM_PROMPT,
     judge_pairs,
@@ -36,6 +32,7 @@ from pytest_evalmine.run.usage import Bounds, checked_usage
 from pytest_evalmine.suite.loader import Suite, load_suite
 
 from .conftest import clear_proxies, latest_report, newest_run_dir
+from .dispatchers import loopback_registry
 from .prompt_cache_server import (
     MIN_PREFIX_TOKENS,
     PromptCacheServer,
@@ -111,12 +108,8 @@ def records_of(suite: Suite) -> list[AnswerRecord]:
 
 
 def dispatcher_for(tmp_path: Path, url: str, **kwargs: Any) -> Dispatcher:
-    registry = AdapterRegistry()
-    registry.register("anthropic", lambda: AnthropicAdapter(api_key_env=ENV, base_url=url))
-    registry.register("openai", lambda: OpenAIAdapter(base_url=url + "/v1", api_key_env=ENV))
-    registry.register("google", lambda: GeminiAdapter(api_key_env=ENV, base_url=url))
     return Dispatcher(
-        registry=registry,
+        registry=loopback_registry(url, ENV),
         store=Store(tmp_path / "cache.sqlite"),
         prices=load_prices(),
         run_token="run",
