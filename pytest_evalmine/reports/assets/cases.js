@@ -125,13 +125,7 @@
   function checksList(checks) {
     var list = document.createElement("ul");
     list.className = "checks";
-    if (!checks.length) { var none = document.createElement("li"); none.textContent = "no checks"; list.appendChild(none); }
-    checks.forEach(function (c) {
-      var li = document.createElement("li");
-      li.className = c.passed ? "pass" : "fail";
-      li.textContent = (c.passed ? "\u2713 " : "\u2717 ") + c.name + (c.message ? ": " + c.message : "");
-      list.appendChild(li);
-    });
+    shared.fillChecks(list, checks);
     return list;
   }
   function add(parent, tag, value, cls) {
@@ -306,26 +300,13 @@
   }
   function move(step) { pos = Math.min(items.length - 1, Math.max(0, pos + step)); show(); }
   function copy() {
-    var lines = [], comments = [];
-    items.forEach(function (it) {
+    var rows = items.filter(function (it) { return saved[id(it)]; }).map(function (it) {
       var s = saved[id(it)];
-      if (!s) return;
-      var entry = "{" + it.fields + ", label: " + s.label + (s.note ? ", note: " + JSON.stringify(s.note) : "") + "}";
-      // a second label of one answer and criterion is a load error: edit the suite's entry
-      if (it.labelled) comments.push("  # already in the suite, edit that entry: " + entry);
-      else lines.push("  - " + entry);
+      return { fields: it.fields, label: "label: " + s.label, note: s.note, labelled: it.labelled };
     });
-    var where = data.suite_file || "the suite file";
-    var head = ["# " + lines.length + " criterion label(s) from run " + data.run_id + ": paste " +
-      (data.labels_key ? "at the end of the labels: list of " : "at the end of ") + where +
-      " (or into its labels_path file)"];
-    if (!data.labels_key) head.push("labels:");
-    var text = head.concat(lines, comments).join("\n") + "\n";
-    el("crit-yaml").value = text;
-    window.evalmineCriterionYaml = text;
-    el("crit-status").textContent = lines.length + " new " + (lines.length === 1 ? "entry" : "entries") +
-      " and " + comments.length + " " + (comments.length === 1 ? "comment" : "comments") +
-      " (answers the suite labels already: edit those entries) below; paste under labels: in " + where;
+    var yaml = shared.labelsYaml(rows, "criterion label(s)");
+    window.evalmineCriterionYaml = yaml.text;
+    shared.copyLabels(yaml, el("crit-yaml"), el("crit-status"), "answers");
   }
   el("crit-PASS").addEventListener("click", function () { choose("PASS"); });
   el("crit-FAIL").addEventListener("click", function () { choose("FAIL"); });
@@ -333,9 +314,7 @@
   el("crit-next").addEventListener("click", function () { move(1); });
   el("crit-copy").addEventListener("click", copy);
   el("crit-open").addEventListener("click", nextOpen);
-  var advance = el("crit-advance");
-  advance.checked = shared.load("evalmine-advance", false) === true;
-  advance.addEventListener("change", function () { shared.store("evalmine-advance", advance.checked); });
+  shared.bindPersistedCheckbox(el("crit-advance"), "evalmine-advance");
   el("crit-note").addEventListener("input", function (e) {
     var s = saved[id(items[pos])];
     if (s) { s.note = e.target.value; shared.store(storeKey, saved); }

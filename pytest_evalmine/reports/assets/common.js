@@ -1,5 +1,6 @@
 /* report.html: what the page's scripts share. The page's data is parsed once (with 10,000
- * cases it is the largest cost of opening the page), and the word-level diff of two answers.
+ * cases it is the largest cost of opening the page), the word-level diff of two answers, a
+ * list of check results, and the labels' YAML for the suite.
  * Every user string reaches the page through textContent or a form value, never innerHTML. */
 window.evalmine = (function () {
   "use strict";
@@ -76,5 +77,63 @@ window.evalmine = (function () {
     var tag = (e.target && e.target.tagName) || "";
     return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || e.ctrlKey || e.metaKey || e.altKey;
   }
-  return { data: data, diff: diff, render: render, store: store, load: load, typing: typing };
+  // A checkbox whose state is kept in localStorage under ``key`` ("advance on choice" is one
+  // setting for both labellings, kept across runs).
+  function bindPersistedCheckbox(box, key) {
+    box.checked = load(key, false) === true;
+    box.addEventListener("change", function () { store(key, box.checked); });
+  }
+
+  // Fill a list with an answer's check results (the labelling's answers and a case's).
+  function fillChecks(list, checks) {
+    list.textContent = "";
+    if (!checks.length) { var none = document.createElement("li"); none.textContent = "no checks"; list.appendChild(none); }
+    checks.forEach(function (c) {
+      var li = document.createElement("li");
+      li.className = c.passed ? "pass" : "fail";
+      li.textContent = (c.passed ? "\u2713 " : "\u2717 ") + c.name + (c.message ? ": " + c.message : "");
+      list.appendChild(li);
+    });
+  }
+
+  function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
+
+  // The lines for the suite from the choices made here (``rows``: {fields, label: "prefer: X"
+  // or "label: PASS", note, labelled}; ``what``: "label(s)"): new entries, and comments for
+  // those the suite labels already (a second label of one is a load error: edit that entry).
+  function labelsYaml(rows, what) {
+    var lines = [], comments = [];
+    rows.forEach(function (r) {
+      var entry = "{" + r.fields + ", " + r.label + (r.note ? ", note: " + JSON.stringify(r.note) : "") + "}";
+      if (r.labelled) comments.push("  # already in the suite, edit that entry: " + entry);
+      else lines.push("  - " + entry);
+    });
+    var where = data.suite_file || "the suite file";
+    var head = ["# " + lines.length + " " + what + " from run " + data.run_id + ": paste " +
+      (data.labels_key ? "at the end of the labels: list of " : "at the end of ") + where +
+      " (or into its labels_path file)"];
+    if (!data.labels_key) head.push("labels:");
+    return { text: head.concat(lines, comments).join("\n") + "\n", entries: lines.length, comments: comments.length, where: where };
+  }
+
+  // Put ``yaml`` (from labelsYaml) into the text area and the clipboard when the browser
+  // allows, and say in ``status`` what it holds (``subjects``: what a comment's entry is of).
+  function copyLabels(yaml, area, status, subjects) {
+    area.value = yaml.text;
+    var counted = plural(yaml.entries, "new entry", "new entries") + " and " +
+      plural(yaml.comments, "comment", "comments") + " (" + subjects + " the suite labels already: edit those entries)";
+    var goes = "; paste under labels: in " + yaml.where;
+    status.textContent = counted + " below" + goes;
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(yaml.text).then(function () {
+        status.textContent = counted + " copied to the clipboard (and below)" + goes;
+      }, function () { /* no clipboard (file:// or headless): the text area has it */ });
+    }
+  }
+
+  return {
+    data: data, diff: diff, render: render, store: store, load: load, typing: typing,
+    bindPersistedCheckbox: bindPersistedCheckbox, fillChecks: fillChecks, labelsYaml: labelsYaml,
+    copyLabels: copyLabels
+  };
 })();

@@ -25,18 +25,6 @@
   }
   var labelledHere = countChosen();
 
-  function fillChecks(id, checks) {
-    var list = el(id);
-    list.textContent = "";
-    if (!checks.length) { var none = document.createElement("li"); none.textContent = "no checks"; list.appendChild(none); }
-    checks.forEach(function (c) {
-      var li = document.createElement("li");
-      li.className = c.passed ? "pass" : "fail";
-      li.textContent = (c.passed ? "\u2713 " : "\u2717 ") + c.name + (c.message ? ": " + c.message : "");
-      list.appendChild(li);
-    });
-  }
-
   // An entry names the cases view's rows when they hold the same answer or prompt.
   function side(s) { return s.item === undefined ? s : data.items[s.item]; }
   function promptOf(p) { return p.case_row === undefined ? p.prompt : data.case_list[p.case_row].prompt; }
@@ -60,8 +48,8 @@
       text("lab-a", a.text);
       text("lab-b", b.text);
     }
-    fillChecks("lab-a-checks", a.checks);
-    fillChecks("lab-b-checks", b.checks);
+    shared.fillChecks(el("lab-a-checks"), a.checks);
+    shared.fillChecks(el("lab-b-checks"), b.checks);
     text("lab-existing", p.labelled ? "Your label in the suite: " + (p.labelled === "tie" ? "tie" : "prefer " + p.labelled) : "");
     ["A", "tie", "B"].forEach(function (c) { el("choose-" + c).setAttribute("aria-pressed", String(choice === c)); });
     var note = el("lab-note");
@@ -102,42 +90,16 @@
     return false;
   }
 
-  // The lines for the suite, and what they are: new entries, and comments for pairs the
-  // suite labels already (a second label of a pair is a load error: edit that entry).
-  function labelsYaml() {
-    var lines = [];
-    var comments = [];
-    var preferName = function (p, c) { return c === "tie" ? "tie" : p.prefer[c]; };
-    pairs.forEach(function (p) {
-      var s = saved[p.id];
-      if (!s || !s.choice) return;
-      var entry = "{" + p.fields + ", prefer: " + preferName(p, s.choice) + (s.note ? ", note: " + JSON.stringify(s.note) : "") + "}";
-      if (p.labelled) comments.push("  # already in the suite, edit that entry: " + entry);
-      else lines.push("  - " + entry);
-    });
-    var where = data.suite_file || "the suite file";
-    var head = ["# " + lines.length + " label(s) from run " + data.run_id + ": paste " +
-      (data.labels_key ? "at the end of the labels: list of " : "at the end of ") + where +
-      " (or into its labels_path file)"];
-    if (!data.labels_key) head.push("labels:");
-    return { text: head.concat(lines, comments).join("\n") + "\n", entries: lines.length, comments: comments.length, where: where };
-  }
   function copyLabels() {
-    var yaml = labelsYaml();
-    var area = el("labels-yaml");
-    area.value = yaml.text;
+    var preferName = function (p, c) { return c === "tie" ? "tie" : p.prefer[c]; };
+    var rows = pairs.filter(chosen).map(function (p) {
+      var s = saved[p.id];
+      return { fields: p.fields, label: "prefer: " + preferName(p, s.choice), note: s.note, labelled: p.labelled };
+    });
+    var yaml = shared.labelsYaml(rows, "label(s)");
     window.evalmineLabelsYaml = yaml.text;
-    var counted = plural(yaml.entries, "new entry", "new entries") + " and " +
-      plural(yaml.comments, "comment", "comments") + " (pairs the suite labels already: edit those entries)";
-    var goes = "; paste under labels: in " + yaml.where;
-    text("copy-status", counted + " below" + goes);
-    if (navigator.clipboard && navigator.clipboard.writeText) {
-      navigator.clipboard.writeText(yaml.text).then(function () {
-        text("copy-status", counted + " copied to the clipboard (and below)" + goes);
-      }, function () { /* no clipboard (file:// or headless): the text area has it */ });
-    }
+    shared.copyLabels(yaml, el("labels-yaml"), el("copy-status"), "pairs");
   }
-  function plural(n, one, many) { return n + " " + (n === 1 ? one : many); }
   function toggleDiff() { el("lab-diff").checked = !el("lab-diff").checked; show(); }
 
   el("choose-A").addEventListener("click", function () { choose("A"); });
@@ -148,9 +110,7 @@
   el("lab-open").addEventListener("click", nextOpen);
   el("copy-labels").addEventListener("click", copyLabels);
   el("lab-diff").addEventListener("change", show);
-  var advance = el("lab-advance");
-  advance.checked = shared.load("evalmine-advance", false) === true;
-  advance.addEventListener("change", function () { shared.store("evalmine-advance", advance.checked); });
+  shared.bindPersistedCheckbox(el("lab-advance"), "evalmine-advance");
   el("lab-order").addEventListener("change", function (e) {
     var next = data.next_order.length ? data.next_order : suiteOrder;
     // the audit sample in its own random order: a prefix of it is still a random sample
