@@ -121,11 +121,20 @@ class BatchProvider:
                 return self._gemini(method, path.removeprefix("/v1beta"), received)
             return Reply.json(404, {"error": {"message": f"no route {path}"}})
 
-    def _flaky(self) -> Reply | None:
+    def _poll(
+        self, batch_id: str, not_found: dict[str, Any], shown: Callable[[Batch], dict[str, Any]]
+    ) -> Reply:
+        """A poll of one batch in any wire: counted (every ``flaky_polls``-th answered 500),
+        ``not_found`` (the wire's error body) with 404 for an unknown id, else the batch as
+        ``shown`` after counting the poll against it."""
         self.polls += 1
         if self.flaky_polls and self.polls % self.flaky_polls == 0:
             return Reply.json(500, {"error": {"message": "internal error, try again"}})
-        return None
+        batch = self.batches.get(batch_id)
+        if batch is None:
+            return Reply.json(404, not_found)
+        batch.polls += 1
+        return Reply.json(200, shown(batch))
 
     # OpenAI --------------------------------------------------------------------------------
     def _openai(self, method: str, path: str, received: Received) -> Reply:
@@ -159,14 +168,11 @@ class BatchProvider:
             ]
             return Reply.json(200, {"object": "list", "data": shown, "has_more": False})
         if method == "GET" and path.startswith("/batches/"):
-            flaky = self._flaky()
-            if flaky is not None:
-                return flaky
-            batch = self.batches.get(path.removeprefix("/batches/"))
-            if batch is None:
-                return Reply.json(404, {"error": {"message": "no such batch"}})
-            batch.polls += 1
-            return Reply.json(200, self._openai_batch(batch))
+            return self._poll(
+                path.removeprefix("/batches/"),
+                {"error": {"message": "no such batch"}},
+                self._openai_batch,
+            )
         if method == "GET" and path.startswith("/files/") and path.endswith("/content"):
             file_id = path.removeprefix("/files/").removesuffix("/content")
             if file_id not in self.files:
@@ -279,14 +285,11 @@ class BatchProvider:
             self.results_read += 1
             return Reply(status=200, body=self._anthropic_results(batch))
         if method == "GET" and rest:
-            flaky = self._flaky()
-            if flaky is not None:
-                return flaky
-            batch = self.batches.get(rest)
-            if batch is None:
-                return Reply.json(404, {"error": {"type": "not_found_error", "message": "?"}})
-            batch.polls += 1
-            return Reply.json(200, self._anthropic_batch(batch, received))
+            return self._poll(
+                rest,
+                {"error": {"type": "not_found_error", "message": "?"}},
+                lambda batch: self._anthropic_batch(batch, received),
+            )
         return Reply.json(404, {"error": {"message": f"no route {path}"}})
 
     def _message(self, params: Any) -> dict[str, Any]:
@@ -357,14 +360,11 @@ class BatchProvider:
             shown = [self._gemini_batch(b) for b in self.batches.values() if b.wire == "gemini"]
             return Reply.json(200, {"operations": shown})
         if method == "GET" and path.startswith("/batches/"):
-            flaky = self._flaky()
-            if flaky is not None:
-                return flaky
-            batch = self.batches.get(path.removeprefix("/"))
-            if batch is None:
-                return Reply.json(404, {"error": {"code": 404, "message": "not found"}})
-            batch.polls += 1
-            return Reply.json(200, self._gemini_batch(batch))
+            return self._poll(
+                path.removeprefix("/"),
+                {"error": {"code": 404, "message": "not found"}},
+                self._gemini_batch,
+            )
         return Reply.json(404, {"error": {"message": f"no route {path}"}})
 
     def _gemini_batch(self, batch: Batch) -> dict[str, Any]:
