@@ -203,6 +203,17 @@ def test_under_xdist_a_lying_server_never_pushes_spend_past_the_cap(
     assert report["cost"]["spent_usd"] == pytest.approx(spent, rel=1e-9)
 
 
+def run_with_liar(
+    pytester: pytest.Pytester, suite: str, lie: str, content: str = ANSWER
+) -> pytest.RunResult:
+    """``suite`` run in process with its ``local`` endpoint at a server answering ``content``
+    with usage as ``LIES[lie]`` reports it, priced at ``PRICES``."""
+    pytester.makefile(".eval.yaml", small=suite)
+    with running_server() as server:
+        server.respond = liar(LIES[lie], content=content)
+        return pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1,{PRICES}")
+
+
 ENDPOINT_SUITE = SMALL_SUITE.replace(
     "models: [fake/alpha, fake/beta]", "models: [local/a, local/b]"
 )
@@ -212,10 +223,7 @@ ENDPOINT_SUITE = SMALL_SUITE.replace(
 def test_the_report_counts_lies_and_prices_them_at_the_worst_case(
     pytester: pytest.Pytester, lie: str
 ) -> None:
-    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
-    with running_server() as server:
-        server.respond = liar(LIES[lie])
-        result = pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1,{PRICES}")
+    result = run_with_liar(pytester, ENDPOINT_SUITE, lie)
     result.assert_outcomes(passed=6)
     report = latest_report(pytester.path)
     assert len(report["usage_anomalies"]) == 6
@@ -237,11 +245,8 @@ def test_a_judge_that_lies_about_usage_is_listed_with_the_answers_anomalies(
 ) -> None:
     # Honest answers (the fake adapter), a judge whose server says it read -1,000 tokens:
     # each judge call is clamped and costed at its reservation, and now listed too.
-    pytester.makefile(".eval.yaml", small=JUDGED_SUITE)
     verdict = '{"winner": "tie", "reason": "both fine"}'
-    with running_server() as server:
-        server.respond = liar(LIES["negative-prompt"], content=verdict)
-        result = pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1,{PRICES}")
+    result = run_with_liar(pytester, JUDGED_SUITE, "negative-prompt", content=verdict)
     result.assert_outcomes(passed=6)
     report = latest_report(pytester.path)
     judged = [a for a in report["usage_anomalies"] if a["call"] == "judge"]
@@ -275,11 +280,8 @@ tasks:
 
 
 def test_a_binary_judge_that_lies_about_usage_is_listed_too(pytester: pytest.Pytester) -> None:
-    pytester.makefile(".eval.yaml", small=CRITERION_SUITE)
     verdict = '{"label": "PASS", "critique": "polite enough"}'
-    with running_server() as server:
-        server.respond = liar(LIES["negative-prompt"], content=verdict)
-        result = pytester.runpytest(f"--evalmine-endpoint=local={server.url}/v1,{PRICES}")
+    result = run_with_liar(pytester, CRITERION_SUITE, "negative-prompt", content=verdict)
     result.assert_outcomes(passed=2)
     anomalies = latest_report(pytester.path)["usage_anomalies"]
     assert [(a["case"], a["model"], a["call"]) for a in anomalies] == [
