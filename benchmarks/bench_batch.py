@@ -28,17 +28,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pytest_evalmine.run.batch import BatchSession, BatchSettings  # noqa: E402
-from tests.batch_run import KEY_ENV, dispatcher, requests_for  # noqa: E402
+from tests.batch_run import KEY_ENV, run_once, spawn  # noqa: E402
 from tests.batch_servers import BatchProvider, ProviderServer  # noqa: E402
 
 
 def one_run(url: str, cache: Path, cases: int, wire: str, poll_s: float | None) -> dict:
-    batch = None if poll_s is None else BatchSession(BatchSettings(poll_s=poll_s))
-    started = time.perf_counter()
-    run = dispatcher(url, str(cache), batch=batch, cap=50.0, concurrency=32)
-    outcomes = run.run(run.plan(requests_for(cases, wire)))
-    wall = time.perf_counter() - started
+    outcomes, batch, wall = run_once(url, str(cache), cases, wire, poll_s)
     return {
         "ok": sum(o.status == "ok" for o in outcomes.values()),
         "cost": sum(o.cost_usd for o in outcomes.values()),
@@ -70,20 +65,8 @@ def kill_and_resume(cases: int, poll_s: float, folder: Path) -> None:
     provider = BatchProvider(polls_to_end=-1)
     server = ProviderServer(provider)
     cache = folder / "killed.sqlite"
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "EVALMINE_TEST_BATCH_POLL_S": str(poll_s),
-        KEY_ENV: os.environ[KEY_ENV],
-    }
     try:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "tests.batch_run", server.url, str(cache), str(cases)],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        child = spawn(server.url, cache, cases, poll_s=poll_s, output=subprocess.DEVNULL)
         started = time.perf_counter()
         while provider.polls < 2:
             if child.poll() is not None or time.perf_counter() - started > 300:

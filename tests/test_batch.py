@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from pytest_evalmine.run.batch import (
 from pytest_evalmine.run.dispatch import BUDGET, ERROR, OK, Dispatcher
 from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.store import SCHEMA_VERSION, Store
-from tests.batch_run import KEY_ENV, MODELS, dispatcher, requests_for
+from tests.batch_run import KEY_ENV, MODELS, dispatcher, requests_for, spawn
 from tests.batch_servers import INPUT_TOKENS, OUTPUT_TOKENS, BatchProvider, ProviderServer
 from tests.conftest import (
     SMALL_SUITE,
@@ -46,7 +47,6 @@ from tests.conftest import (
     newest_run_dir,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
 PRICES = load_prices()
 ONLINE = {m: PRICES.lookup(m) for m in MODELS.values()}
 
@@ -351,18 +351,6 @@ def test_progress_lines_every_poll_on_a_tty_and_every_30_s_in_a_log() -> None:
     assert len(tty_lines) == 3
 
 
-def _script(url: str, cache: Path, n: int, *, poll_s: float = 0.05) -> subprocess.Popen[str]:
-    env = {**os.environ, "EVALMINE_TEST_BATCH_POLL_S": str(poll_s), "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.batch_run", url, str(cache), str(n)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def _wait_for(condition: Any, what: str, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
@@ -371,19 +359,29 @@ def _wait_for(condition: Any, what: str, timeout_s: float = 60.0) -> None:
         time.sleep(0.02)
 
 
+@contextmanager
+def _polling_child(
+    server: ProviderServer, provider: BatchProvider, cache: Path, n: int, what: str
+) -> Iterator[subprocess.Popen[str]]:
+    """A run of ``n`` requests in another process (tests/batch_run.py), once it has polled
+    its batch twice; killed on the way out if it still runs."""
+    child = spawn(server.url, cache, n, poll_s=0.05)
+    try:
+        _wait_for(lambda: provider.polls >= 2, what)
+        yield child
+    finally:
+        if child.poll() is None:
+            child.kill()
+
+
 def test_kill_9_while_polling_then_a_rerun_resumes_and_pays_nothing_again(
     provider: BatchProvider, server: ProviderServer, tmp_path: Path
 ) -> None:
     provider.polls_to_end = -1
     cache = tmp_path / "c.sqlite"
-    child = _script(server.url, cache, 5)
-    try:
-        _wait_for(lambda: provider.polls >= 2, "the run to poll its batch")
+    with _polling_child(server, provider, cache, 5, "the run to poll its batch") as child:
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=30)
-    finally:
-        if child.poll() is None:
-            child.kill()
     assert child.returncode == -signal.SIGKILL
     assert provider.batches_created == 1 and provider.requests_batched == 5
     provider.finish_all()
@@ -400,17 +398,12 @@ def test_another_process_on_the_cache_waits_for_the_batch(
 ) -> None:
     provider.polls_to_end = -1
     cache = tmp_path / "c.sqlite"
-    child = _script(server.url, cache, 4)
-    try:
-        _wait_for(lambda: provider.polls >= 2, "the other process to poll its batch")
+    with _polling_child(server, provider, cache, 4, "the other process to poll its batch") as child:
         import threading
 
         threading.Timer(0.5, provider.finish_all).start()
         _mine, outcomes = run(server, cache, requests_for(4, "openai"))
         out, _err = child.communicate(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
     assert [o.status for o in outcomes] == [OK] * 4
     assert json.loads(out.splitlines()[-1])["statuses"] == {"ok": 4}
     assert (provider.batches_created, provider.requests_batched) == (1, 4)
