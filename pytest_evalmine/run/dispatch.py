@@ -134,6 +134,12 @@ class Dispatcher:
         """Set by the first Ctrl-C while dispatching: nothing new is sent after it."""
         return self.state.interrupted
 
+    @interrupted.setter
+    def interrupted(self, value: bool) -> None:
+        # Set from outside the loop (a test's thread, as a stop asked by another process
+        # would): the waits that poll it see it; ``_on_interrupt`` is the loop's own way.
+        self.state.interrupted = value
+
     @property
     def budget_exhausted(self) -> bool:
         """A call found no room under the cap while no reserved call could settle."""
