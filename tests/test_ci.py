@@ -139,8 +139,8 @@ def test_under_xdist_the_controller_prints_the_workers_calls(pytester: pytest.Py
 
 
 # One list of exit codes everywhere (spec: "Exit codes", "CI"): exitcodes.MEANINGS, the
-# workflow's `case` in docs/guide/ci-and-exit-codes.md, and the tables of that page, README.md
-# and docs/spec.md.
+# workflow's `case` in docs/guide/ci-and-exit-codes.md, and the tables of that page and
+# docs/spec.md.
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -230,8 +230,7 @@ def test_the_workflow_says_how_to_install_an_unpublished_package() -> None:
 @pytest.mark.parametrize(
     ("document", "heading", "header"),
     [
-        ("docs/guide/ci-and-exit-codes.md", "## GitHub Actions", "| code | meaning | CI |"),
-        ("README.md", "## Exit codes", "| code | meaning |"),
+        ("docs/guide/ci-and-exit-codes.md", "## Exit codes", "| code | meaning | CI |"),
         (
             "docs/spec.md",
             "## 13. Exit codes",
@@ -263,8 +262,8 @@ def test_the_option_help_names_the_codes_it_exits_with() -> None:
     ) in help_of["gate"]
 
 
-# The CI recipe (docs/guide/ci-and-exit-codes.md): a recording made with --evalmine-fake replays only with it, and a
-# replay without it says so instead of failing every item with no reason.
+# The CI recipe (docs/guide/ci-and-exit-codes.md): a recording made with --evalmine-fake replays
+# only with it, and a replay without it says so instead of failing every item with no reason.
 
 PROVIDER_SUITE = SMALL_SUITE.replace(
     "models: [fake/alpha, fake/beta]",
