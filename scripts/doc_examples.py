@@ -1,4 +1,5 @@
-"""The docs' output examples, regenerated from real runs of the example suite on the fake adapter.
+"""The docs' output examples, regenerated from real runs of the example suite on the fake adapter,
+and the docs' commands, run as written.
 
 Each example is a block between two markers in README.md or a page of the user guide
 (docs/guide/*.md), each block in one place:
@@ -19,6 +20,12 @@ but ours, 80 columns), so the repository's reports/ and cache are never touched.
 differs between machines or runs is masked: the run token (time and random part) of run ids,
 timestamps, the temporary folder, durations and latencies (the fake adapter's latency is
 measured wall-clock time). Every figure the tool computes stays as printed.
+
+Every `pytest ...` or `evalmine ...` line of a ```bash block in those files runs as written
+(``doc_commands`` finds them, ``run_doc_commands`` runs them in a copy of the project, in
+order, after one run of the example suite) unless its comment, or the comment lines just
+above it, say what it needs (`# needs ANTHROPIC_API_KEY`, a server, run ids); `# exits N`
+names an exit code other than 0. tests/test_guide.py runs them.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import difflib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -448,6 +456,128 @@ def drift(text: str, blocks: dict[str, Block], shown: str = "README.md") -> str:
             lineterm="",
         )
     return "\n".join(diffs)
+
+
+# the commands ------------------------------------------------------------------------------
+COMMAND = re.compile(r"^(?:\$ )?(?:pytest|evalmine)(?:\s|$)")
+NEEDS = re.compile(r"\bneeds\b")
+EXITS = re.compile(r"#\s*exits (\d+)\b")
+# What may reach a network or a provider: a line naming one must say what it needs.
+NETWORKED = re.compile(r"https?://|--evalmine-(?:endpoint|suite|batch)\b")
+PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+@dataclass(frozen=True)
+class DocCommand:
+    where: str  # document:line
+    text: str  # the command, continuation lines joined, without its comment
+    comment: str  # the comment after it and the comment line just above it
+
+    @property
+    def needs(self) -> bool:
+        return NEEDS.search(self.comment) is not None
+
+    @property
+    def expected_exit(self) -> int:
+        found = EXITS.search(self.comment)
+        return int(found[1]) if found else 0
+
+
+def split_comment(line: str) -> tuple[str, str]:
+    """A shell line -> (the command, its trailing ``# comment``), quotes respected."""
+    quote = ""
+    for index, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1].isspace()):
+            return line[:index].rstrip(), line[index:]
+    return line.rstrip(), ""
+
+
+def doc_commands(text: str, shown: str) -> list[DocCommand]:
+    """The `pytest` and `evalmine` command lines of the ```bash blocks of ``text``."""
+    found: list[DocCommand] = []
+    in_bash = False
+    above = ""  # the comment lines just above the current line
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        line, number = lines[index], index + 1
+        index += 1
+        if line.startswith("```"):
+            in_bash, above = (not in_bash and line.strip() == "```bash"), ""
+            continue
+        if not in_bash:
+            continue
+        while line.endswith("\\") and index < len(lines):
+            line = line[:-1].rstrip() + " " + lines[index].strip()
+            index += 1
+        command, comment = split_comment(line.strip())
+        if COMMAND.match(command):
+            found.append(
+                DocCommand(f"{shown}:{number}", command.removeprefix("$ "), f"{above} {comment}")
+            )
+        # Comment lines just above a command are its comment too.
+        above = f"{above} {comment}" if not command and comment else ""
+    return found
+
+
+def unmarked_network_commands(commands: list[DocCommand]) -> list[DocCommand]:
+    """Commands that may reach a network or a provider without saying what they need."""
+    return [c for c in commands if NETWORKED.search(c.text) and not c.needs]
+
+
+def command_argv(command: DocCommand) -> list[str]:
+    """The argv that runs a documented command with this interpreter and this package."""
+    words = shlex.split(command.text)
+    if words[0] == "pytest":
+        return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *words[1:]]
+    return [sys.executable, "-m", "pytest_evalmine.commands.cli", *words[1:]]
+
+
+def run_doc_commands(commands: list[DocCommand], tmp: Path) -> list[str]:
+    """Run every command that needs nothing, in order, in one copy of the project after one
+    run of the example suite; the problems found (a wrong exit code, with its output)."""
+    project, home = new_project(tmp, "commands"), tmp / "home-commands"
+    env = child_environment(home)
+    # As a user's shell runs them: pytest loads its installed plugins; no provider key is
+    # there, so nothing documented as keyless can spend.
+    for name in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", *PROVIDER_KEYS):
+        env.pop(name, None)
+    pytest_run(project, tmp / "home-commands")
+    problems = []
+    for command in commands:
+        if command.needs:
+            continue
+        if NETWORKED.search(command.text):
+            raise ValueError(f"{command.where}: {command.text!r} may reach a network: # needs ...")
+        done = subprocess.run(
+            command_argv(command),
+            cwd=project,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != command.expected_exit:
+            tail = "\n".join(done.stdout.splitlines()[-15:])
+            problems.append(
+                f"{command.where}: {command.text} exited {done.returncode}, "
+                f"not {command.expected_exit}:\n{tail}"
+            )
+    return problems
+
+
+def all_doc_commands() -> list[DocCommand]:
+    return [
+        command
+        for path in documents()
+        for command in doc_commands(path.read_text("utf-8"), shown_path(path))
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
