@@ -544,6 +544,14 @@ def test_the_wait_bound_exits_17_with_a_partial_report_and_a_rerun_collects(
         f"6 call(s) still in batch {batch_id}; rerun to collect them"
     )
     result.stdout.fnmatch_lines([f"*PARTIAL RUN: 6 call(s) still in batch {batch_id}*"])
+    # Calls sitting in a batch are neither answered nor failed: the progress line and the
+    # report say where they are.
+    result.stdout.fnmatch_lines(["evalmine: 6 in batch, 0/6 answers, 0 cached, $0.0000 spent"])
+    assert "6/6 answers" not in result.stdout.str()
+    report_md = (newest_run_dir(pytester.path) / "report.md").read_text()
+    assert "still in a provider batch: 6 call(s), up to $" in report_md
+    assert "(billed when the batch completes; rerun to collect)" in report_md
+    assert "sent and failed" not in report_md
     listing = subprocess.run(
         [sys.executable, "-m", "pytest_evalmine.commands.cli", "batches"],
         cwd=pytester.path,
@@ -711,3 +719,31 @@ def test_anthropic_results_on_another_origin_are_never_fetched() -> None:
             raised.value
         )
         assert "leak" not in str(raised.value) and "/r" not in str(raised.value)
+
+
+def test_a_rerun_that_only_collects_submitted_batches_is_not_refused_and_pays_nothing_new(
+    pytester: pytest.Pytester, provider: BatchProvider, server: ProviderServer
+) -> None:
+    provider.polls_to_end = -1
+    pytester.makefile(".eval.yaml", small=BATCH_SUITE)
+    first = pytester.runpytest(
+        *_flags(server, "--evalmine-max-cost=0.002", "--evalmine-batch-wait=0.3s")
+    )
+    assert first.ret == BATCH_PENDING
+    provider.finish_all()
+    # A cap below the estimate of the six calls: they sit in a batch already submitted, so
+    # collecting them commits nothing new and the cap has nothing to refuse.
+    again = pytester.runpytest(*_flags(server, "--evalmine-max-cost=0.0001"))
+    assert again.ret in (0, 1)
+    report = latest_report(pytester.path)
+    assert report["outcomes"].get("error", 0) == 0 and not report["partial"]
+    assert report["batches"]["batches"][0]["resumed"] is True
+    assert (provider.batches_created, provider.requests_batched) == (1, 6)
+    with sqlite3.connect(pytester.path / ".evalmine" / "cache.sqlite") as db:
+        rows = db.execute(
+            "SELECT run_token, state, COUNT(*), SUM(spent_usd) FROM ledger GROUP BY 1, 2"
+        ).fetchall()
+    # Counted once, in the run that submitted them: settled there at their cost.
+    assert [(state, count) for _run, state, count, _spent in rows] == [("spent", 6)]
+    assert rows[0][3] > 0
+    assert report["cost"]["spent_usd"] == 0.0

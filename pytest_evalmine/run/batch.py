@@ -553,22 +553,34 @@ def _elapsed(seconds: float) -> str:
 
 
 async def batched_call(
-    dispatcher: Any, batcher: Batcher, item: Planned, reservation: int
+    dispatcher: Any,
+    batcher: Batcher,
+    item: Planned,
+    reservation: int,
+    *,
+    collecting: bool = False,
 ) -> Outcome:
     """The call ``item`` (reserved as ``reservation``) through its provider's batch: its
     answer costed and stored as an online answer is; a request the batch did not answer an
     error with the provider's reason, or (``fallback=online``) sent online at the online
     price; a call still in the batch when the run stops waiting an error that a rerun
     collects. ``dispatcher``: the ``Dispatcher`` whose call this is (not imported here:
-    dispatch imports this module), for its ledger, its online call and its widths."""
+    dispatch imports this module), for its ledger, its online call and its widths.
+    ``collecting``: the call sits in a batch an earlier run submitted and ``reservation`` is
+    that run's ledger row: its answer settles that row, and this run reports it as costing
+    nothing new (its cost if uncached is still the answer's)."""
     try:
         result = await batcher.result(item)
         name = item.adapter.name
         if result.response is not None:
             batcher.session.count(name, "batched")
-            return await dispatcher._online.paid(item, result.response, reservation, 1, 0.0)
+            paid = await dispatcher._online.paid(item, result.response, reservation, 1, 0.0)
+            return dataclasses.replace(paid, cost_usd=0.0) if collecting else paid
         where = batcher._where.get(item.key)
         in_batch = f" (batch {where.batch_id})" if where is not None else ""
+        # What this run's cap counts for a call the provider may bill: none of a call an
+        # earlier run submitted (that run's ledger keeps it).
+        worst = 0.0 if collecting else item.max_cost_usd
         if result.error_kind == IN_BATCH:
             # Submitted: the provider will bill it whether or not this run reads it.
             dispatcher.store.keep_as_possibly_billed(reservation)
@@ -578,7 +590,7 @@ async def batched_call(
                 error=f"{IN_BATCH}: {result.error}",
                 error_kind=IN_BATCH,
                 attempts=1,
-                possibly_billed_usd=item.max_cost_usd,
+                possibly_billed_usd=worst,
             )
         reason = f"{result.error_kind}: {result.error}{in_batch}"
         billed = result.error_kind not in _UNBILLED
@@ -596,9 +608,11 @@ async def batched_call(
                 error=reason,
                 error_kind=result.error_kind,
                 attempts=1,
-                possibly_billed_usd=item.max_cost_usd if billed else 0.0,
+                possibly_billed_usd=worst if billed else 0.0,
             )
         online = dataclasses.replace(item, price=dispatcher.price_for(item.request.model))
+        if collecting:  # this run's first reservation for the call: settled here
+            return await dispatcher._call_within_budget(online, _online_retry(dispatcher, batcher))
         again = await dispatcher._reserve(online, holding=True)
         if again is None:
             return Outcome(
@@ -616,3 +630,16 @@ async def batched_call(
         return dataclasses.replace(outcome, attempts=outcome.attempts + 1)
     finally:
         batcher.handled(item)
+
+
+def _online_retry(dispatcher: Any, batcher: Batcher) -> Callable[[Planned, int], Any]:
+    """The online try of a collected call the batch did not answer, counted as its second."""
+
+    async def send(online: Planned, reservation: int) -> Outcome:
+        name = online.adapter.name
+        batcher.session.count(name, "online")
+        async with dispatcher._gates[name]:
+            outcome = await dispatcher._call(online, reservation)
+        return dataclasses.replace(outcome, attempts=outcome.attempts + 1)
+
+    return send
