@@ -415,6 +415,8 @@ def scorecard_section(summary: RunSummary) -> Section:
     batched = batch_line(summary.batches)
     if batched:
         section.footer.append(batched)
+    for warning in (summary.batches or {}).get("warnings", []):
+        section.footer.append(f"warning: {warning}")
     # Calls still in a provider batch were sent and have not failed: a line of their own.
     in_batch = summary.answers_in_batch
     in_batch_usd = sum(r.possibly_billed_usd for r in in_batch)

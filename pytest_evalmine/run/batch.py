@@ -168,6 +168,8 @@ class BatchSession:
     # Wires (by id) whose server turned out to have no batch API: planned online from then on.
     unsupported: set[int] = field(default_factory=set)
     _last_line: dict[str, float] = field(default_factory=dict)
+    # What went wrong after the answers were stored (a file OpenAI kept): the report's.
+    warnings: list[str] = field(default_factory=list)
 
     def wire(self, adapter: Adapter) -> BatchWire | None:
         if id(adapter) not in self._wires:
@@ -218,6 +220,7 @@ class BatchSession:
                 for batch_id, calls in sorted(self.waiting.items())
             ],
             "waited_s": round(self.clock() - self.started, 3) if self.started else 0.0,
+            "warnings": list(self.warnings),
         }
 
 
@@ -236,6 +239,8 @@ class _Tracked:
     waiters: dict[str, asyncio.Future[ItemResult]] = field(default_factory=dict)
     unhandled: set[str] = field(default_factory=set)
     ended: bool = False
+    # The poll that saw it end: what it left on the provider (``cleanup``).
+    status: BatchStatus | None = None
 
 
 class Batcher:
@@ -257,6 +262,7 @@ class Batcher:
         self._pending: list[tuple[Planned, asyncio.Future[ItemResult]]] = []
         self._gathering: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._cleanups: set[asyncio.Task[None]] = set()
         self._where: dict[str, _Tracked] = {}
 
     def takes(self, item: Planned) -> bool:
@@ -284,6 +290,34 @@ class Batcher:
         tracked.unhandled.discard(item.key)
         if tracked.ended and not tracked.unhandled and tracked.complete:
             self.store.batch_collected(tracked.local_id)
+            if getattr(tracked.wire, "cleanup", None) is not None:
+                task = asyncio.ensure_future(self._clean_up(tracked))
+                self._cleanups.add(task)
+                task.add_done_callback(self._cleanups.discard)
+
+    async def _clean_up(self, tracked: _Tracked) -> None:
+        """What a collected batch left on the provider (OpenAI's files), deleted; whatever
+        goes wrong is a warning of the report, never an error: every answer is stored."""
+        assert tracked.status is not None
+        try:
+            warnings = await tracked.wire.cleanup(tracked.batch_id, tracked.status)  # type: ignore[attr-defined]
+        except Exception as exc:
+            warnings = [f"batch {tracked.batch_id}: could not clean up ({exc!r})"]
+        self.session.warnings += warnings
+
+    async def finish(self) -> None:
+        """Wait for the collected batches' clean-ups (each bounded by its timeout); after a
+        Ctrl-C they are dropped, the files named in a warning: nothing delays the stop."""
+        while self._cleanups:
+            if self.interrupted():
+                for task in list(self._cleanups):
+                    task.cancel()
+                self.session.warnings.append(
+                    "interrupted (Ctrl-C) before the files of collected batches were all "
+                    "deleted; `evalmine batches --all` lists the batches"
+                )
+                return
+            await asyncio.wait(list(self._cleanups), timeout=0.1)
 
     async def _gather(self) -> None:
         """Send what is queued, gathered over a few turns of the loop, until the queue stays
@@ -469,6 +503,7 @@ class Batcher:
                 self.store.batch_polled(tracked.local_id, status.state, status.counts)
                 self.session.progress(tracked, status, final=status.ended)
                 if status.ended:
+                    tracked.status = status
                     elapsed = self.session.clock() - tracked.started
                     requests = {c: item.request for c, item in tracked.items.items()}
                     results = await tracked.wire.results(

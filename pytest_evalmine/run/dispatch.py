@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ..adapters.base import SCHEMA_PROMPTED, Adapter, Request, cache_key
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
-from . import estimates, preparing, settle
+from . import batch_ledger, estimates, preparing, settle
 from .batch import IN_BATCH, Batcher, BatchSession, batched_call
 from .concurrency import ConcurrencyLimiter, Gate
 from .interrupts import INTERRUPT_GRACE_S, STOP_POLL_S, InFlightCalls, Sigint, watch_stop
@@ -355,7 +355,7 @@ class Dispatcher:
             else {}
         )
         self._in_open_batch = (
-            set(self.store.batch_reservations(list(claimed)))
+            set(batch_ledger.submitted_reservations(self.store, list(claimed)))
             if self._batcher is not None and claimed
             else set()
         )
@@ -396,6 +396,8 @@ class Dispatcher:
             }
             sent = [item for key, item in unique.items() if key not in settled]
             outcomes = await asyncio.gather(*(one(item) for item in sent))
+            if self._batcher is not None:
+                await self._batcher.finish()
         finally:
             watching.cancel()
             if catching:
@@ -499,7 +501,7 @@ class Dispatcher:
         read again now that this process holds the call's claim; None otherwise."""
         if item.key not in self._in_open_batch:
             return None
-        return self.store.batch_reservations([item.key]).get(item.key)
+        return batch_ledger.submitted_reservations(self.store, [item.key]).get(item.key)
 
     def settled(self, planned: list[Planned]) -> dict[str, Outcome]:
         """What the run's other processes made of ``planned``, sending nothing: for the xdist

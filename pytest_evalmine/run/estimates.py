@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
+from . import batch_ledger
 from .planned import Estimate, Planned
 from .store import Store
 
@@ -28,7 +29,7 @@ def of_parts(
     in two parts counts once. ``record``: the record mode (``all`` reads no cache; ``none``
     sends nothing, so costs nothing). ``batched``: whether a call goes by provider batch; such
     a call already in a batch an earlier run submitted is collected from it, costing this
-    run nothing (``Store.batch_reservations``)."""
+    run nothing (``batch_ledger.submitted_reservations``)."""
     reads = record != "all"
     seen: set[str] = set()
     cached = 0
@@ -42,7 +43,9 @@ def of_parts(
         sent = [p for key, p in unique.items() if key not in found]
         cached += len(unique) - len(sent)
         if batched is not None and record != "none":
-            collecting = store.batch_reservations([p.key for p in sent if batched(p)])
+            collecting = batch_ledger.submitted_reservations(
+                store, [p.key for p in sent if batched(p)]
+            )
             in_batch += len(collecting)
             sent = [p for p in sent if p.key not in collecting]
         if record != "none":

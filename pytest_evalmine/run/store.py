@@ -574,21 +574,6 @@ class Store:
         )
         return {row[0]: BatchedItem(*row[1:5]) for row in rows}
 
-    def batch_reservations(self, keys: list[str]) -> dict[str, int]:
-        """Of ``keys``, those in an open (``submitted``) batch whose submitting run still
-        holds their reservation (reserved, or kept as possibly billed once that run stopped
-        waiting): key -> that ledger row. A rerun collects such a call on that row, so the
-        cap counts it once, in the run that sent it (spec: "Batch", "Nothing paid twice")."""
-        rows = self._rows_of(
-            "SELECT i.key, MAX(l.id) FROM batch_items i "
-            "JOIN batches b ON b.local_id = i.local_id "
-            "JOIN ledger l ON l.run_token = b.run_token AND l.key = i.key "
-            "AND l.state IN ('reserved', 'possibly_billed') "
-            "WHERE b.state = 'submitted' AND i.key IN ({marks}) GROUP BY i.key",
-            keys,
-        )
-        return {row[0]: int(row[1]) for row in rows}
-
     def unconfirmed_batches(self, keys: list[str]) -> dict[str, tuple[str, list[str]]]:
         """Batches still ``submitting`` that hold some of ``keys`` (whose claims the caller
         holds, so whoever was submitting them is gone): local id -> (provider, those keys).
