@@ -188,3 +188,32 @@ def test_a_batched_anthropic_prefix_asks_for_the_1_hour_cache_and_is_priced_for_
     # OpenAI's batch rows keep their own cache rates.
     (gpt,) = batched.plan([dataclasses.replace(request, model=MODELS["openai"])])
     assert gpt.price.cache_write == ONLINE[MODELS["openai"]].cache_write
+
+
+def test_cancel_while_a_run_waits_for_the_batch_leaves_the_releasing_to_that_run(
+    provider: BatchProvider, server: ProviderServer, tmp_path: Path
+) -> None:
+    import threading
+
+    provider.polls_to_end, provider.canceled_runs_half = -1, False
+    waiting = dispatcher(server.url, str(tmp_path / "c.sqlite"), batch=session())
+    planned = waiting.plan(requests_for(3, "openai"))
+    outcomes: list[Any] = []
+    thread = threading.Thread(target=lambda: outcomes.extend(waiting.run_each(planned)))
+    thread.start()
+    try:
+        deadline = 600  # polls, not seconds: the run polls every 10 ms
+        while provider.polls < 2 and deadline:
+            deadline -= 1
+            threading.Event().wait(0.05)
+        (listed,) = Store(tmp_path / "c.sqlite").batches()
+        done = cancel_batch(
+            Store(tmp_path / "c.sqlite"), listed["local_id"], loopback_registry(server.url, KEY_ENV)
+        )
+    finally:
+        thread.join(timeout=120)
+    # The run polling it reads the end and releases each canceled call once: nothing twice.
+    assert done.released == 0
+    assert {o.error_kind for o in outcomes} == {"batch_canceled"}
+    assert waiting.store.committed(waiting.run_token) == pytest.approx(0.0, abs=1e-12)
+    assert waiting.store.ledger_total(waiting.run_token) == pytest.approx(0.0, abs=1e-12)

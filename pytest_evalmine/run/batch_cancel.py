@@ -5,7 +5,8 @@ A canceled batch answers the requests the provider ran before the cancel took ho
 and marks the rest canceled (not billed). Which ran is known only from its results, which a
 rerun reads as it reads any batch's (storing the answers, releasing the canceled requests'
 reservations), so the batch stays ``submitted`` for it. Only when the provider's counts say
-that the ended batch ran nothing are its reservations released here and the batch closed.
+that the ended batch ran nothing are its reservations released here and the batch closed,
+unless a live run still waits for it (that run releases them as it reads the end).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..adapters.base import AdapterError
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
 from .batch import BatchSettings, wire_for
-from .batch_ledger import batch_named, release_unrun
+from .batch_ledger import batch_named, polled_by_a_live_run, release_unrun
 from .store import Store
 
 
@@ -88,6 +89,7 @@ def cancel_batch(store: Store, name: str, registry: AdapterRegistry) -> Canceled
         ) from None
     store.batch_polled(entry["local_id"], status.state, status.counts)
     released, released_usd = 0, 0.0
-    if status.ended and answered_count(status.counts) == 0:
+    ran_nothing = status.ended and answered_count(status.counts) == 0
+    if ran_nothing and not polled_by_a_live_run(store, entry["local_id"]):
         released, released_usd = release_unrun(store, entry["local_id"])
     return Canceled(entry, status.state, dict(status.counts), released, released_usd)

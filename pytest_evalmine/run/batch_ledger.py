@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from .store import Store, _recount
+from .store import Store, _recount, owner_alive
 
 
 def submitted_reservations(store: Store, keys: list[str]) -> dict[str, int]:
@@ -34,11 +34,23 @@ def batch_named(store: Store, name: str) -> dict[str, Any] | None:
     return None
 
 
+def polled_by_a_live_run(store: Store, local_id: str) -> bool:
+    """Whether a live process holds a running claim on a call of the batch: a run still
+    waiting for it, which settles its calls' reservations itself when it reads the end."""
+    owners = store.connection.execute(
+        "SELECT DISTINCT c.owner FROM claims c JOIN batch_items i ON i.key = c.key "
+        "WHERE i.local_id = ? AND c.status = 'running'",
+        (local_id,),
+    ).fetchall()
+    return any(owner_alive(owner) for (owner,) in owners)
+
+
 def release_unrun(store: Store, local_id: str) -> tuple[int, float]:
     """A batch canceled before the provider ran any of its requests: nothing of it will be
     billed, so the reservations its submitting run holds for its calls are released and the
     batch is closed (``collected``: nothing is left to read). Returns how many reservations
-    were released and their sum."""
+    were released and their sum. Not for a batch a live run still waits for
+    (``polled_by_a_live_run``): that run releases them as it reads the batch's end."""
     with store._write(store.connection) as db:
         rows = db.execute(
             "SELECT l.id, l.reserved_usd FROM ledger l "
