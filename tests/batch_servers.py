@@ -32,6 +32,7 @@ class Batch:
     canceled: bool = False
     # What the client named it (OpenAI's metadata, Gemini's display name).
     label: str = ""
+    input_file: str | None = None
     output_file: str | None = None
     error_file: str | None = None
     # The results, fixed the first time the batch is seen ended (a re-read is identical).
@@ -53,14 +54,21 @@ class BatchProvider:
     malformed_line: bool = False
     # Cancel every batch: half answered, the rest canceled.
     cancel: bool = False
+    # A batch canceled by its client (``.../cancel``) has run half of its requests (False:
+    # none, as one canceled before it started).
+    canceled_runs_half: bool = True
     # Expire every batch: half answered, the rest expired.
     expire: bool = False
     # A poll answered 500 once every N polls (0: never).
     flaky_polls: int = 0
     # A compatible server without /v1/files and /v1/batches (404), answering online only.
     no_batch_api: bool = False
+    # OpenAI's DELETE /v1/files/{id} answers this status (200: deleted).
+    delete_status: int = 200
     batches: dict[str, Batch] = field(default_factory=dict)
     files: dict[str, bytes] = field(default_factory=dict)
+    deleted_files: list[str] = field(default_factory=list)
+    cancels: int = 0
     batches_created: int = 0
     requests_batched: int = 0
     online_calls: int = 0
@@ -97,6 +105,8 @@ class BatchProvider:
         """(answered, not run, why not) for a batch's end."""
         if self.cancel or batch.canceled or self.expire:
             half = len(batch.requests) // 2
+            if batch.canceled and not (self.cancel or self.canceled_runs_half):
+                half = 0
             why = "expired" if self.expire else "canceled"
             return batch.requests[:half], batch.requests[half:], why
         return batch.requests, [], ""
@@ -136,6 +146,18 @@ class BatchProvider:
         batch.polls += 1
         return Reply.json(200, shown(batch))
 
+    def _cancel(
+        self, batch_id: str, not_found: dict[str, Any], shown: Callable[[Batch], dict[str, Any]]
+    ) -> Reply:
+        """A client's cancel, in any wire: the batch ends canceled (``canceled_runs_half``
+        says what it ran); 404 with the wire's body for an unknown id."""
+        batch = self.batches.get(batch_id)
+        if batch is None:
+            return Reply.json(404, not_found)
+        batch.canceled = True
+        self.cancels += 1
+        return Reply.json(200, shown(batch))
+
     # OpenAI --------------------------------------------------------------------------------
     def _openai(self, method: str, path: str, received: Received) -> Reply:
         if method == "POST" and path == "/chat/completions":
@@ -159,6 +181,7 @@ class BatchProvider:
                 [(line["custom_id"], line["body"]) for line in lines],
                 time.time(),
                 label=(received.body.get("metadata") or {}).get("evalmine_batch", ""),
+                input_file=received.body["input_file_id"],
             )
             return self._created(batch, self._openai_batch(batch))
         if method == "GET" and path == "/batches":
@@ -167,12 +190,26 @@ class BatchProvider:
                 self._openai_batch(b) for b in reversed(self.batches.values()) if b.wire == "openai"
             ]
             return Reply.json(200, {"object": "list", "data": shown, "has_more": False})
+        if method == "POST" and path.startswith("/batches/") and path.endswith("/cancel"):
+            return self._cancel(
+                path.removeprefix("/batches/").removesuffix("/cancel"),
+                {"error": {"message": "no such batch"}},
+                self._openai_batch,
+            )
         if method == "GET" and path.startswith("/batches/"):
             return self._poll(
                 path.removeprefix("/batches/"),
                 {"error": {"message": "no such batch"}},
                 self._openai_batch,
             )
+        if method == "DELETE" and path.startswith("/files/"):
+            file_id = path.removeprefix("/files/")
+            if self.delete_status != 200:
+                return Reply.json(self.delete_status, {"error": {"message": "cannot delete"}})
+            if self.files.pop(file_id, None) is None:
+                return Reply.json(404, {"error": {"message": "no such file"}})
+            self.deleted_files.append(file_id)
+            return Reply.json(200, {"id": file_id, "object": "file", "deleted": True})
         if method == "GET" and path.startswith("/files/") and path.endswith("/content"):
             file_id = path.removeprefix("/files/").removesuffix("/content")
             if file_id not in self.files:
@@ -208,7 +245,7 @@ class BatchProvider:
             status = {"canceled": "cancelled", "expired": "expired"}.get(why, "completed")
             if batch.output_file is None:
                 self._openai_files(batch, answered, not_run, why)
-        done = len(batch.requests) if ended else 0
+        done = len(answered) if ended else 0
         failed = sum(1 for c, _ in batch.requests if self._failure(c)) if ended else 0
         return {
             "id": batch.id,
@@ -216,6 +253,7 @@ class BatchProvider:
             "metadata": {"evalmine_batch": batch.label},
             "endpoint": "/v1/chat/completions",
             "status": status,
+            "input_file_id": batch.input_file,
             "output_file_id": batch.output_file,
             "error_file_id": batch.error_file,
             "request_counts": {
@@ -275,9 +313,11 @@ class BatchProvider:
             return self._created(batch, self._anthropic_batch(batch, received))
         rest = path.removeprefix("/v1/messages/batches/")
         if method == "POST" and rest.endswith("/cancel"):
-            batch = self.batches[rest.removesuffix("/cancel")]
-            batch.canceled = True
-            return Reply.json(200, self._anthropic_batch(batch, received))
+            return self._cancel(
+                rest.removesuffix("/cancel"),
+                {"error": {"type": "not_found_error", "message": "?"}},
+                lambda batch: self._anthropic_batch(batch, received),
+            )
         if method == "GET" and rest.endswith("/results"):
             batch = self.batches.get(rest.removesuffix("/results"))
             if batch is None or not self._ended(batch):
@@ -356,6 +396,12 @@ class BatchProvider:
             label = received.body["batch"].get("display_name", "")
             batch = Batch(self._new_id("batches/"), "gemini", requests, time.time(), label=label)
             return self._created(batch, self._gemini_batch(batch))
+        if method == "POST" and path.startswith("/batches/") and path.endswith(":cancel"):
+            return self._cancel(
+                path.removeprefix("/").removesuffix(":cancel"),
+                {"error": {"code": 404, "message": "not found"}},
+                self._gemini_batch,
+            )
         if method == "GET" and path == "/batches":
             shown = [self._gemini_batch(b) for b in self.batches.values() if b.wire == "gemini"]
             return Reply.json(200, {"operations": shown})
@@ -403,11 +449,15 @@ class BatchProvider:
                 "GenerateContentBatchOutput",
                 "inlinedResponses": {"inlinedResponses": batch.gemini_results},
             }
+        # JSON of a proto3 message: a count of zero is left out.
+        stats = {"requestCount": str(len(batch.requests))}
+        if ended and answered:
+            stats["successfulRequestCount"] = str(len(answered))
         shown["metadata"] = {
             "@type": "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch",
             "state": state,
             "displayName": batch.label,
-            "batchStats": {"requestCount": str(len(batch.requests))},
+            "batchStats": stats,
         }
         return shown
 

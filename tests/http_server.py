@@ -155,6 +155,9 @@ class LoopbackServer:
             def do_GET(self) -> None:
                 self._handle()
 
+            def do_DELETE(self) -> None:  # OpenAI's files (tests/batch_servers.py)
+                self._handle()
+
             def _handle(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""

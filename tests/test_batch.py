@@ -434,8 +434,10 @@ def test_batch_price_rows() -> None:
     row = PRICES.lookup("anthropic/claude-haiku-4-5")
     batched = PRICES.batch_row(row, "anthropic")
     assert (batched.input, batched.output) == (row.input / 2, row.output / 2)
-    # The cache rates stay at their online rates (the discount on them is not documented).
-    assert (batched.cached_input, batched.cache_write) == (row.cached_input, row.cache_write)
+    # The cache read stays at its online rate (the discount on it is not documented); a
+    # batched write is a 1-hour one, 2x input (the 5-minute write is 1.25x).
+    assert (batched.cached_input, batched.cache_write) == (row.cached_input, 2 * row.input)
+    assert row.cache_write == 1.25 * row.input
     assert batched.read == "2026-11-29" and "platform.claude.com" in batched.source
     assert PRICES.batch_row(row, "ollama") is row  # no batch rate: the online price
 
@@ -451,6 +453,9 @@ def test_a_users_table_sets_batch_rates(tmp_path: Path) -> None:
     assert table.batch_row(table.lookup("openai/gpt-6-sol"), "openai").input == 1.0
     extra.write_text("models: []\nbatch:\n  - {provider: box, factor: 2}\n")
     with pytest.raises(PriceError, match="factor: a number from 0 to 1"):
+        load_prices(extra)
+    extra.write_text("models: []\nbatch:\n  - {provider: box, factor: 1, cache_write_input: x}\n")
+    with pytest.raises(PriceError, match=r"batch\[0\].cache_write_input: a number >= 0"):
         load_prices(extra)
 
 
@@ -544,6 +549,14 @@ def test_the_wait_bound_exits_17_with_a_partial_report_and_a_rerun_collects(
         f"6 call(s) still in batch {batch_id}; rerun to collect them"
     )
     result.stdout.fnmatch_lines([f"*PARTIAL RUN: 6 call(s) still in batch {batch_id}*"])
+    # Calls sitting in a batch are neither answered nor failed: the progress line and the
+    # report say where they are.
+    result.stdout.fnmatch_lines(["evalmine: 6 in batch, 0/6 answers, 0 cached, $0.0000 spent"])
+    assert "6/6 answers" not in result.stdout.str()
+    report_md = (newest_run_dir(pytester.path) / "report.md").read_text()
+    assert "still in a provider batch: 6 call(s), up to $" in report_md
+    assert "(billed when the batch completes; rerun to collect)" in report_md
+    assert "sent and failed" not in report_md
     listing = subprocess.run(
         [sys.executable, "-m", "pytest_evalmine.commands.cli", "batches"],
         cwd=pytester.path,
@@ -641,11 +654,12 @@ def test_a_ctrl_c_while_waiting_leaves_the_calls_in_their_batch(
     batch = session()
     run = dispatcher(server.url, str(tmp_path / "c.sqlite"), batch=batch)
     planned = run.plan(requests_for(3, "openai"))
-    # What the first Ctrl-C sets (Dispatcher._on_interrupt), once the batch is polled.
+    # What the first Ctrl-C sets (Dispatcher._on_interrupt), once the batch is polled: the
+    # run state's flag (``Dispatcher.interrupted`` reads it), which the poll's sleep watches.
     threading.Thread(
         target=lambda: (
             _wait_for(lambda: provider.polls >= 2, "polls"),
-            setattr(run, "interrupted", True),
+            setattr(run.state, "interrupted", True),
         )
     ).start()
     outcomes = run.run_each(planned)
@@ -711,3 +725,31 @@ def test_anthropic_results_on_another_origin_are_never_fetched() -> None:
             raised.value
         )
         assert "leak" not in str(raised.value) and "/r" not in str(raised.value)
+
+
+def test_a_rerun_that_only_collects_submitted_batches_is_not_refused_and_pays_nothing_new(
+    pytester: pytest.Pytester, provider: BatchProvider, server: ProviderServer
+) -> None:
+    provider.polls_to_end = -1
+    pytester.makefile(".eval.yaml", small=BATCH_SUITE)
+    first = pytester.runpytest(
+        *_flags(server, "--evalmine-max-cost=0.002", "--evalmine-batch-wait=0.3s")
+    )
+    assert first.ret == BATCH_PENDING
+    provider.finish_all()
+    # A cap below the estimate of the six calls: they sit in a batch already submitted, so
+    # collecting them commits nothing new and the cap has nothing to refuse.
+    again = pytester.runpytest(*_flags(server, "--evalmine-max-cost=0.0001"))
+    assert again.ret in (0, 1)
+    report = latest_report(pytester.path)
+    assert report["outcomes"].get("error", 0) == 0 and not report["partial"]
+    assert report["batches"]["batches"][0]["resumed"] is True
+    assert (provider.batches_created, provider.requests_batched) == (1, 6)
+    with sqlite3.connect(pytester.path / ".evalmine" / "cache.sqlite") as db:
+        rows = db.execute(
+            "SELECT run_token, state, COUNT(*), SUM(spent_usd) FROM ledger GROUP BY 1, 2"
+        ).fetchall()
+    # Counted once, in the run that submitted them: settled there at their cost.
+    assert [(state, count) for _run, state, count, _spent in rows] == [("spent", 6)]
+    assert rows[0][3] > 0
+    assert report["cost"]["spent_usd"] == 0.0

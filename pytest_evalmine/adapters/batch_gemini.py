@@ -8,7 +8,7 @@ Wire format (Gemini API reference, "Batch Mode"): ``POST
 (BATCH_STATE_PENDING, _RUNNING, _SUCCEEDED, _FAILED, _CANCELLED, _EXPIRED), ``done``, and once
 done ``response.inlinedResponses.inlinedResponses``: ``{response | error, metadata: {key}}``
 per request, in the order of the requests (the key is matched when echoed, else the
-position). Inline requests: under 20 MB a batch.
+position). Inline requests: under 20 MB a batch. ``POST /v1beta/{name}:cancel`` cancels one.
 """
 
 from __future__ import annotations
@@ -78,6 +78,16 @@ class GeminiBatch(AdapterWire[GeminiAdapter]):
         if not isinstance(name, str) or not name.startswith("batches/"):
             raise AdapterError("malformed_response", "batch create: no batch name", retryable=False)
         return name
+
+    async def cancel(self, batch_id: str) -> None:
+        """``POST /v1beta/{name}:cancel`` (``name`` is ``batches/{id}``): the operation ends
+        ``BATCH_STATE_CANCELLED``."""
+        status, headers, content, text = await exchange_bytes(
+            self.adapter._clients.get(), "POST", f"{self.adapter.base_url}/{batch_id}:cancel",
+            self._headers(), POLL_TIMEOUT_S, content=b"{}",
+        )  # fmt: skip
+        if status >= 400:
+            raise gemini_error(status, headers, json_or_text(content, text))
 
     async def find(self, label: str) -> str | None:
         """The name of the batch created with display name ``label``, or None (a run killed

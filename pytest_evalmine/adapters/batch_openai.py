@@ -8,7 +8,9 @@ endpoint, completion_window: "24h"}`` creates the batch; ``GET /v1/batches/{id}`
 cancelled) and ``request_counts``; the answers are lines of ``output_file_id`` and the
 failures lines of ``error_file_id``, both read with ``GET /v1/files/{id}/content``, in any
 order: ``{custom_id, response: {status_code, request_id, body}, error}``. At most 50,000
-requests and 200 MB a batch.
+requests and 200 MB a batch. Once its results are stored, the batch's input, output and
+error files are deleted (``DELETE /v1/files/{id}``); ``POST /v1/batches/{id}/cancel``
+cancels one.
 """
 
 from __future__ import annotations
@@ -160,10 +162,54 @@ class OpenAIBatch(AdapterWire[OpenAIAdapter]):
             counts={k: int(v) for k, v in counts.items() if isinstance(v, int)},
             failure=failure,
             results={
+                "input_file_id": data.get("input_file_id"),
                 "output_file_id": data.get("output_file_id"),
                 "error_file_id": data.get("error_file_id"),
             },
         )
+
+    async def cancel(self, batch_id: str) -> None:
+        """``POST /v1/batches/{id}/cancel``: the batch is ``cancelling`` (up to 10 minutes),
+        then ``cancelled``, with the results of what ran in its output file."""
+        status, headers, content, text = await exchange_bytes(
+            self.adapter._clients.get(),
+            "POST",
+            f"{self.adapter.base_url}/batches/{batch_id}/cancel",
+            self._headers(),
+            POLL_TIMEOUT_S,
+            content=b"",
+        )
+        if status >= 400:
+            raise error_from_status(status, headers, error_message(json_or_text(content, text)))
+
+    async def cleanup(self, batch_id: str, status: BatchStatus) -> list[str]:
+        """Delete the files an ended batch leaves on the account (its input, output and
+        error files, ``DELETE /v1/files/{id}``) once its results are stored: they would
+        otherwise stay, holding the prompts and answers, until someone deletes them. A
+        delete that fails is a warning (returned), never an error: the answers are stored."""
+        warnings = []
+        for name in ("input_file_id", "output_file_id", "error_file_id"):
+            file_id = status.results.get(name)
+            if not isinstance(file_id, str):
+                continue
+            try:
+                code, headers, content, text = await exchange_bytes(
+                    self.adapter._clients.get(),
+                    "DELETE",
+                    f"{self.adapter.base_url}/files/{file_id}",
+                    self._headers(None),
+                    POLL_TIMEOUT_S,
+                )
+                if code >= 400:
+                    raise error_from_status(
+                        code, headers, error_message(json_or_text(content, text))
+                    )
+            except AdapterError as exc:
+                warnings.append(
+                    f"batch {batch_id}: could not delete its {name.removesuffix('_id')} "
+                    f"{file_id} ({exc.kind}: {exc}); delete it by hand"
+                )
+        return warnings
 
     async def results(
         self,

@@ -134,8 +134,15 @@ def build_parser() -> Parser:
         "the provider batches of the cache (EVALMINE_HOME, default ROOTDIR/.evalmine) still in "
         "flight: provider, batch id, state, counts; a rerun of the suite collects them",
     )
+    batches.add_argument(
+        "action", nargs="?", choices=("cancel",), help="cancel ID: cancel that batch"
+    )
+    batches.add_argument(
+        "batch", nargs="?", metavar="ID", help="our local id (em-...) or the provider's"
+    )
     batches.add_argument("--all", action="store_true", help="collected batches too")
     batches.add_argument("--json", action="store_true", help="print the batches as JSON")
+    add_options(batches.add_argument, None, names=("endpoint",), prefix="--")
     return parser
 
 
@@ -431,6 +438,10 @@ def cmd_batches(args: argparse.Namespace) -> int:
     from ..run.store import Store
 
     path = cache_path(args.rootdir)
+    if args.action == "cancel":
+        return _cancel_batch(path, args)
+    if args.batch is not None:
+        raise EvalmineError(f"batches: {args.batch!r}: did you mean `batches cancel ID`?")
     if not path.is_file():  # never create a cache to say it is empty
         listed: list[dict[str, Any]] = []
     else:
@@ -460,6 +471,41 @@ def cmd_batches(args: argparse.Namespace) -> int:
     ]
     for line in text_table(("provider", "batch", "state", "calls", "counts", "submitted"), rows):
         print(line)
+    return 0
+
+
+def _cancel_batch(path: Path, args: argparse.Namespace) -> int:
+    from ..adapters.builtin import default_registry
+    from ..run.batch_cancel import cancel_batch
+    from ..run.endpoints import parse_option
+    from ..run.store import Store
+
+    if not args.batch:
+        raise EvalmineError("batches cancel: which batch? give its id (`evalmine batches`)")
+    if not path.is_file():
+        raise EvalmineError(f"batches cancel: no batch {args.batch!r}: there is no cache {path}")
+    endpoints = [parse_option(spec) for spec in args.evalmine_endpoint or ()]
+    store = Store(path)
+    try:
+        done = cancel_batch(store, args.batch, default_registry(endpoints=endpoints))
+    finally:
+        store.close()
+    batch = done.batch
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(done.counts.items()))
+    print(
+        f"canceled batch {batch['provider']} {batch['batch_id']} ({batch['local_id']}, "
+        f"{batch['requests']} calls): {done.state}{f' ({counts})' if counts else ''}"
+    )
+    if done.released:
+        print(
+            f"it ran nothing: released {done.released} reservation(s), "
+            f"${done.released_usd:.6f}, of run {batch['run_token']}"
+        )
+    else:
+        print(
+            "a rerun of its suite reads what ran (billed, stored) and releases the "
+            "reservations of the requests the provider canceled"
+        )
     return 0
 
 

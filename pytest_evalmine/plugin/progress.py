@@ -79,13 +79,20 @@ def progress_printer(config: pytest.Config, what: str, *, inside_item: bool = Tr
     if reporter is None or capture is None or hasattr(config, "workerinput"):
         return None
     last = [time.monotonic()]
+    announced = [False]
     path_prefix: list[Any] = []
 
     def show(progress: Progress) -> None:
         finished = progress.done == progress.total
         now = time.monotonic()
         every = PROGRESS_EVERY_S[reporter.isatty()]
-        if not finished and now - last[0] < every:
+        # The moment every call left is in a provider batch: the run waits on batches from
+        # here (for minutes, maybe), so the line says so at once, in a log too.
+        waiting = progress.in_batch - progress.left_in_batch
+        only_batches = waiting > 0 and progress.done + waiting == progress.total
+        announce = only_batches and not announced[0]
+        announced[0] = only_batches
+        if not (finished or announce) and now - last[0] < every:
             return
         last[0] = now
         if not path_prefix:
@@ -94,10 +101,7 @@ def progress_printer(config: pytest.Config, what: str, *, inside_item: bool = Tr
                 # After the last item pytest may have left its progress line unfinished.
                 with capture.global_and_fixture_disabled():
                     reporter.write_line("")
-        line = (
-            f"evalmine: {progress.done}/{progress.total} {what}, {progress.cached} cached, "
-            f"${progress.spent_usd:.4f} spent"
-        )
+        line = progress_line(progress, what)
         with capture.global_and_fixture_disabled():
             if reporter.isatty():
                 reporter.rewrite(line, erase=True)
@@ -109,6 +113,17 @@ def progress_printer(config: pytest.Config, what: str, *, inside_item: bool = Tr
                 _restore_path_prefix(reporter, path_prefix[0])
 
     return show
+
+
+def progress_line(progress: Progress, what: str) -> str:
+    """``evalmine: 3/6 answers, 1 cached, $0.0012 spent``; while calls sit in a provider
+    batch they are named first and are not among the answers: ``evalmine: 6 in batch, 0/6
+    answers, ...`` (spec: "Batch", "Waiting is visible")."""
+    waiting = f"{progress.in_batch} in batch, " if progress.in_batch else ""
+    return (
+        f"evalmine: {waiting}{progress.answered}/{progress.total} {what}, "
+        f"{progress.cached} cached, ${progress.spent_usd:.4f} spent"
+    )
 
 
 def _restore_path_prefix(reporter: Any, path: Any) -> None:

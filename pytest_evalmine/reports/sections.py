@@ -415,12 +415,24 @@ def scorecard_section(summary: RunSummary) -> Section:
     batched = batch_line(summary.batches)
     if batched:
         section.footer.append(batched)
-    if summary.calls_possibly_billed:
+    for warning in (summary.batches or {}).get("warnings", []):
+        section.footer.append(f"warning: {warning}")
+    # Calls still in a provider batch were sent and have not failed: a line of their own.
+    in_batch = summary.answers_in_batch
+    in_batch_usd = sum(r.possibly_billed_usd for r in in_batch)
+    failed_calls = summary.calls_possibly_billed - sum(1 for r in in_batch if r.possibly_billed_usd)
+    if failed_calls:
         section.footer.append(
-            f"possibly billed: {money(summary.possibly_billed_usd)} over "
-            f"{summary.calls_possibly_billed} call(s) that were sent and failed (timeout, "
+            f"possibly billed: {money(summary.possibly_billed_usd - in_batch_usd)} over "
+            f"{failed_calls} call(s) that were sent and failed (timeout, "
             "dropped connection, broken answer); counted at their worst case toward the cap, "
             "not in the cost above"
+        )
+    if in_batch:
+        section.footer.append(
+            f"still in a provider batch: {len(in_batch)} call(s), up to {money(in_batch_usd)} "
+            "(billed when the batch completes; rerun to collect); counted at their worst case "
+            "toward the cap, not in the cost above"
         )
     anomalies = summary.usage_anomalies
     if anomalies:

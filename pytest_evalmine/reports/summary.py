@@ -27,6 +27,8 @@ from .ranking_section import summary_ranking
 from .scorecard import ModelScore, TaskScore, score_models, task_scores
 
 REPORT_SCHEMA_VERSION = 1
+# How a call's error begins when it was still in a provider batch (``run/batch.py``).
+IN_BATCH_ERROR = "in_batch:"
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,12 @@ class RunSummary:
         )
         judge += sum(1 for v in self._verdicts if v.possibly_billed_usd)
         return sum(1 for r in self.records if r.possibly_billed_usd) + judge
+
+    @property
+    def answers_in_batch(self) -> list[AnswerRecord]:
+        """Answers still in a provider batch when the run stopped waiting: sent, not failed;
+        billed when the batch completes, and collected by a rerun (spec: "Batch")."""
+        return [r for r in self.records if (r.error or "").startswith(IN_BATCH_ERROR)]
 
     @property
     def usage_anomalies(self) -> list[dict[str, str]]:

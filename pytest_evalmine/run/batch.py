@@ -168,6 +168,8 @@ class BatchSession:
     # Wires (by id) whose server turned out to have no batch API: planned online from then on.
     unsupported: set[int] = field(default_factory=set)
     _last_line: dict[str, float] = field(default_factory=dict)
+    # What went wrong after the answers were stored (a file OpenAI kept): the report's.
+    warnings: list[str] = field(default_factory=list)
 
     def wire(self, adapter: Adapter) -> BatchWire | None:
         if id(adapter) not in self._wires:
@@ -218,6 +220,7 @@ class BatchSession:
                 for batch_id, calls in sorted(self.waiting.items())
             ],
             "waited_s": round(self.clock() - self.started, 3) if self.started else 0.0,
+            "warnings": list(self.warnings),
         }
 
 
@@ -236,6 +239,8 @@ class _Tracked:
     waiters: dict[str, asyncio.Future[ItemResult]] = field(default_factory=dict)
     unhandled: set[str] = field(default_factory=set)
     ended: bool = False
+    # The poll that saw it end: what it left on the provider (``cleanup``).
+    status: BatchStatus | None = None
 
 
 class Batcher:
@@ -257,6 +262,7 @@ class Batcher:
         self._pending: list[tuple[Planned, asyncio.Future[ItemResult]]] = []
         self._gathering: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._cleanups: set[asyncio.Task[None]] = set()
         self._where: dict[str, _Tracked] = {}
 
     def takes(self, item: Planned) -> bool:
@@ -284,6 +290,34 @@ class Batcher:
         tracked.unhandled.discard(item.key)
         if tracked.ended and not tracked.unhandled and tracked.complete:
             self.store.batch_collected(tracked.local_id)
+            if getattr(tracked.wire, "cleanup", None) is not None:
+                task = asyncio.ensure_future(self._clean_up(tracked))
+                self._cleanups.add(task)
+                task.add_done_callback(self._cleanups.discard)
+
+    async def _clean_up(self, tracked: _Tracked) -> None:
+        """What a collected batch left on the provider (OpenAI's files), deleted; whatever
+        goes wrong is a warning of the report, never an error: every answer is stored."""
+        assert tracked.status is not None
+        try:
+            warnings = await tracked.wire.cleanup(tracked.batch_id, tracked.status)  # type: ignore[attr-defined]
+        except Exception as exc:
+            warnings = [f"batch {tracked.batch_id}: could not clean up ({exc!r})"]
+        self.session.warnings += warnings
+
+    async def finish(self) -> None:
+        """Wait for the collected batches' clean-ups (each bounded by its timeout); after a
+        Ctrl-C they are dropped, the files named in a warning: nothing delays the stop."""
+        while self._cleanups:
+            if self.interrupted():
+                for task in list(self._cleanups):
+                    task.cancel()
+                self.session.warnings.append(
+                    "interrupted (Ctrl-C) before the files of collected batches were all "
+                    "deleted; `evalmine batches --all` lists the batches"
+                )
+                return
+            await asyncio.wait(list(self._cleanups), timeout=0.1)
 
     async def _gather(self) -> None:
         """Send what is queued, gathered over a few turns of the loop, until the queue stays
@@ -469,6 +503,7 @@ class Batcher:
                 self.store.batch_polled(tracked.local_id, status.state, status.counts)
                 self.session.progress(tracked, status, final=status.ended)
                 if status.ended:
+                    tracked.status = status
                     elapsed = self.session.clock() - tracked.started
                     requests = {c: item.request for c, item in tracked.items.items()}
                     results = await tracked.wire.results(
@@ -553,22 +588,34 @@ def _elapsed(seconds: float) -> str:
 
 
 async def batched_call(
-    dispatcher: Any, batcher: Batcher, item: Planned, reservation: int
+    dispatcher: Any,
+    batcher: Batcher,
+    item: Planned,
+    reservation: int,
+    *,
+    collecting: bool = False,
 ) -> Outcome:
     """The call ``item`` (reserved as ``reservation``) through its provider's batch: its
     answer costed and stored as an online answer is; a request the batch did not answer an
     error with the provider's reason, or (``fallback=online``) sent online at the online
     price; a call still in the batch when the run stops waiting an error that a rerun
     collects. ``dispatcher``: the ``Dispatcher`` whose call this is (not imported here:
-    dispatch imports this module), for its ledger, its online call and its widths."""
+    dispatch imports this module), for its ledger, its online call and its widths.
+    ``collecting``: the call sits in a batch an earlier run submitted and ``reservation`` is
+    that run's ledger row: its answer settles that row, and this run reports it as costing
+    nothing new (its cost if uncached is still the answer's)."""
     try:
         result = await batcher.result(item)
         name = item.adapter.name
         if result.response is not None:
             batcher.session.count(name, "batched")
-            return await dispatcher._online.paid(item, result.response, reservation, 1, 0.0)
+            paid = await dispatcher._online.paid(item, result.response, reservation, 1, 0.0)
+            return dataclasses.replace(paid, cost_usd=0.0) if collecting else paid
         where = batcher._where.get(item.key)
         in_batch = f" (batch {where.batch_id})" if where is not None else ""
+        # What this run's cap counts for a call the provider may bill: none of a call an
+        # earlier run submitted (that run's ledger keeps it).
+        worst = 0.0 if collecting else item.max_cost_usd
         if result.error_kind == IN_BATCH:
             # Submitted: the provider will bill it whether or not this run reads it.
             dispatcher.store.keep_as_possibly_billed(reservation)
@@ -578,7 +625,7 @@ async def batched_call(
                 error=f"{IN_BATCH}: {result.error}",
                 error_kind=IN_BATCH,
                 attempts=1,
-                possibly_billed_usd=item.max_cost_usd,
+                possibly_billed_usd=worst,
             )
         reason = f"{result.error_kind}: {result.error}{in_batch}"
         billed = result.error_kind not in _UNBILLED
@@ -596,9 +643,11 @@ async def batched_call(
                 error=reason,
                 error_kind=result.error_kind,
                 attempts=1,
-                possibly_billed_usd=item.max_cost_usd if billed else 0.0,
+                possibly_billed_usd=worst if billed else 0.0,
             )
         online = dataclasses.replace(item, price=dispatcher.price_for(item.request.model))
+        if collecting:  # this run's first reservation for the call: settled here
+            return await dispatcher._call_within_budget(online, _online_retry(dispatcher, batcher))
         again = await dispatcher._reserve(online, holding=True)
         if again is None:
             return Outcome(
@@ -616,3 +665,16 @@ async def batched_call(
         return dataclasses.replace(outcome, attempts=outcome.attempts + 1)
     finally:
         batcher.handled(item)
+
+
+def _online_retry(dispatcher: Any, batcher: Batcher) -> Callable[[Planned, int], Any]:
+    """The online try of a collected call the batch did not answer, counted as its second."""
+
+    async def send(online: Planned, reservation: int) -> Outcome:
+        name = online.adapter.name
+        batcher.session.count(name, "online")
+        async with dispatcher._gates[name]:
+            outcome = await dispatcher._call(online, reservation)
+        return dataclasses.replace(outcome, attempts=outcome.attempts + 1)
+
+    return send

@@ -23,8 +23,8 @@ from typing import Any, TypeVar
 from ..adapters.base import SCHEMA_PROMPTED, Adapter, Request, cache_key
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
-from . import estimates, preparing, settle
-from .batch import Batcher, BatchSession, batched_call
+from . import batch_ledger, estimates, preparing, settle
+from .batch import IN_BATCH, Batcher, BatchSession, batched_call
 from .concurrency import ConcurrencyLimiter, Gate
 from .interrupts import INTERRUPT_GRACE_S, STOP_POLL_S, InFlightCalls, Sigint, watch_stop
 from .loop import SessionLoop
@@ -121,6 +121,10 @@ class Dispatcher:
     _gates: dict[str, Gate] = field(default_factory=dict, init=False, repr=False)
     _replay_misses: ReplayMisses | None = field(default=None, init=False, repr=False)
     _batcher: Batcher | None = field(default=None, init=False, repr=False)
+    # The batch's calls that sat in an open provider batch when it started (a candidate is
+    # checked again once claimed): collected on the submitting run's reservation.
+    _in_open_batch: set[str] = field(default_factory=set, init=False, repr=False)
+    _progress: Progress = field(default_factory=Progress, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.record not in RECORD_MODES:
@@ -236,14 +240,20 @@ class Dispatcher:
     def estimate(self, planned: Iterable[Planned]) -> Estimate:
         """What this run would send (cache hits are free) and what this run has already
         committed in the ledger (spent or reserved by earlier calls of the same run)."""
-        return estimates.of_parts(self.store, self.run_token, self.record, [list(planned)])
+        return estimates.of_parts(
+            self.store, self.run_token, self.record, [list(planned)], self._batched
+        )
 
     def estimate_requests(self, requests: Iterable[Request], part: int) -> Estimate:
         """``estimate(plan(requests))``, planned and looked up ``part`` requests at a time, so
         that the requests (a warm rerun builds every judge call to find it cached) are never
         all in memory at once; the same figures, summed over the calls in the same order."""
         planned = (self.plan(chunk) for chunk in estimates.parts(requests, part))
-        return estimates.of_parts(self.store, self.run_token, self.record, planned)
+        return estimates.of_parts(self.store, self.run_token, self.record, planned, self._batched)
+
+    def _batched(self, item: Planned) -> bool:
+        """Whether ``item`` goes by provider batch (so may be collected from an open one)."""
+        return self.batch is not None and self.batch.takes(item.adapter)
 
     def estimate_by_size(self, like: Planned, text_chars: list[int]) -> Estimate:
         """Calls that cannot be built yet (the judge of answers still to come), known by the
@@ -350,6 +360,11 @@ class Dispatcher:
             if self.record != "none"
             else {}
         )
+        self._in_open_batch = (
+            set(batch_ledger.submitted_reservations(self.store, list(claimed)))
+            if self._batcher is not None and claimed
+            else set()
+        )
 
         async def one(item: Planned) -> Outcome:
             return counted(
@@ -358,8 +373,11 @@ class Dispatcher:
                 )
             )
 
+        self._progress = progress
+
         def counted(outcome: Outcome) -> Outcome:
             progress.done += 1
+            progress.left_in_batch += outcome.error_kind == IN_BATCH
             progress.cached += outcome.cached
             progress.spent_usd += outcome.cost_usd
             if on_outcome is not None:
@@ -384,6 +402,8 @@ class Dispatcher:
             }
             sent = [item for key, item in unique.items() if key not in settled]
             outcomes = await asyncio.gather(*(one(item) for item in sent))
+            if self._batcher is not None:
+                await self._batcher.finish()
         finally:
             watching.cancel()
             if catching:
@@ -439,9 +459,15 @@ class Dispatcher:
         if self._batcher is not None and self._batcher.takes(item):
             # Not under the width: a batch is one request however many calls it holds.
             batcher = self._batcher
-            outcome = await self._call_within_budget(
-                item, lambda i, r: batched_call(self, batcher, i, r)
-            )
+            submitted = self._submitted_reservation(item)
+            if submitted is not None:
+                # Sent by an earlier run, whose reservation stays its own: collecting it
+                # commits nothing new here, so the cap does not count it a second time.
+                outcome = await self._in_batch(batcher, item, submitted, collecting=True)
+            else:
+                outcome = await self._call_within_budget(
+                    item, lambda i, r: self._in_batch(batcher, i, r)
+                )
         else:
             if self.batch is not None:
                 self.batch.count(item.adapter.name, "online")
@@ -458,6 +484,30 @@ class Dispatcher:
                 attempts=outcome.attempts,
             )
         return outcome
+
+    async def _in_batch(
+        self, batcher: Batcher, item: Planned, reservation: int, *, collecting: bool = False
+    ) -> Outcome:
+        """``batched_call``, counted in the progress as in a batch until it is answered (one
+        left in the batch stays counted: it was not answered)."""
+        progress = self._progress
+        progress.in_batch += 1
+        self._report_progress()
+        outcome = await batched_call(self, batcher, item, reservation, collecting=collecting)
+        if outcome.error_kind != IN_BATCH:
+            progress.in_batch -= 1
+        return outcome
+
+    def _report_progress(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress(self._progress)
+
+    def _submitted_reservation(self, item: Planned) -> int | None:
+        """The ledger row of the earlier run that submitted ``item`` in a batch still open,
+        read again now that this process holds the call's claim; None otherwise."""
+        if item.key not in self._in_open_batch:
+            return None
+        return batch_ledger.submitted_reservations(self.store, [item.key]).get(item.key)
 
     def settled(self, planned: list[Planned]) -> dict[str, Outcome]:
         """What the run's other processes made of ``planned``, sending nothing: for the xdist

@@ -8,22 +8,32 @@ refuses on are plainly read-only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
+from . import batch_ledger
 from .planned import Estimate, Planned
 from .store import Store
 
 T = TypeVar("T")
 
 
-def of_parts(store: Store, run_token: str, record: str, parts: Iterable[list[Planned]]) -> Estimate:
+def of_parts(
+    store: Store,
+    run_token: str,
+    record: str,
+    parts: Iterable[list[Planned]],
+    batched: Callable[[Planned], bool] | None = None,
+) -> Estimate:
     """The estimate of planned calls that come in parts, each looked up in one read; a call
     in two parts counts once. ``record``: the record mode (``all`` reads no cache; ``none``
-    sends nothing, so costs nothing)."""
+    sends nothing, so costs nothing). ``batched``: whether a call goes by provider batch; such
+    a call already in a batch an earlier run submitted is collected from it, costing this
+    run nothing (``batch_ledger.submitted_reservations``)."""
     reads = record != "all"
     seen: set[str] = set()
     cached = 0
+    in_batch = 0
     costs: list[float] = []
     worst: list[float] = []
     for planned in parts:
@@ -32,6 +42,12 @@ def of_parts(store: Store, run_token: str, record: str, parts: Iterable[list[Pla
         found = store.cached_keys(list(unique)) if reads else set()
         sent = [p for key, p in unique.items() if key not in found]
         cached += len(unique) - len(sent)
+        if batched is not None and record != "none":
+            collecting = batch_ledger.submitted_reservations(
+                store, [p.key for p in sent if batched(p)]
+            )
+            in_batch += len(collecting)
+            sent = [p for p in sent if p.key not in collecting]
         if record != "none":
             costs += (p.estimated_cost_usd for p in sent)
             worst += (p.max_cost_usd for p in sent)
@@ -42,6 +58,7 @@ def of_parts(store: Store, run_token: str, record: str, parts: Iterable[list[Pla
         cost_usd=sum(costs),
         already_committed_usd=store.committed(run_token),
         worst_case_usd=sum(worst),
+        in_batch=in_batch,
     )
 
 

@@ -47,9 +47,20 @@ class Outcome:
 @dataclass
 class Progress:
     total: int = 0
+    # Calls with an outcome (those left in a provider batch included).
     done: int = 0
     cached: int = 0
     spent_usd: float = 0.0
+    # Calls in a provider batch now, or left in one when the run stopped waiting: not
+    # answered, whatever ``done`` says (spec: "Batch", "Waiting is visible").
+    in_batch: int = 0
+    # Of ``done``, the calls left in a provider batch (``in_batch`` outcomes).
+    left_in_batch: int = 0
+
+    @property
+    def answered(self) -> int:
+        """Calls with an outcome other than "still in a batch"."""
+        return self.done - self.left_in_batch
 
 
 def interrupted_outcome(key: str) -> Outcome:

@@ -91,6 +91,9 @@ class Estimate:
     already_committed_usd: float
     # The sum of the uncached calls' reservations (section "Prices and the budget").
     worst_case_usd: float = 0.0
+    # Uncached calls already in a provider batch an earlier run submitted: collected at no
+    # new cost (their reservations are that run's), so in neither figure above.
+    in_batch: int = 0
 
     def __add__(self, other: Estimate) -> Estimate:
         """Both batches' calls; the ledger's committed amount is the run's, counted once."""
@@ -101,4 +104,5 @@ class Estimate:
             cost_usd=self.cost_usd + other.cost_usd,
             already_committed_usd=max(self.already_committed_usd, other.already_committed_usd),
             worst_case_usd=self.worst_case_usd + other.worst_case_usd,
+            in_batch=self.in_batch + other.in_batch,
         )

@@ -57,14 +57,21 @@ class BatchRate:
     source: str
     read: str
     note: str = ""
+    # A batched request's prompt-cache write, in times the row's online input rate, when it
+    # is not the row's own write rate: Anthropic's batched requests ask for the 1-hour cache
+    # (a batch may outlive 5 minutes), whose writes cost 2x input instead of 1.25x.
+    cache_write_input: float | None = None
 
     def applied(self, row: PriceRow) -> PriceRow:
+        write = row.input if row.cache_write is None else row.cache_write
+        if self.cache_write_input is not None:
+            write = row.input * self.cache_write_input
         return PriceRow(
             model=row.model,
             input=row.input * self.factor,
             output=row.output * self.factor,
             cached_input=row.input if row.cached_input is None else row.cached_input,
-            cache_write=row.input if row.cache_write is None else row.cache_write,
+            cache_write=write,
             source=f"{row.source}; batch {self.factor:g}x: {self.source}",
             read=self.read,
             note=row.note,
@@ -288,6 +295,9 @@ def _batch_rates(raw: Any, shown: str, *, shipped: bool) -> tuple[BatchRate, ...
         factor = entry["factor"]
         if not _is_price(factor) or factor > 1:
             raise PriceError(f"{where}.factor: a number from 0 to 1 (of the online price)")
+        write = entry.get("cache_write_input")
+        if write is not None and not _is_price(write):
+            raise PriceError(f"{where}.cache_write_input: a number >= 0 (times the input rate)")
         rates.append(
             BatchRate(
                 provider=str(entry["provider"]),
@@ -295,6 +305,7 @@ def _batch_rates(raw: Any, shown: str, *, shipped: bool) -> tuple[BatchRate, ...
                 source=str(entry.get("source", shown)),
                 read=str(entry.get("read", "")),
                 note=str(entry.get("note", "")),
+                cache_write_input=None if write is None else float(write),
             )
         )
     return tuple(rates)
