@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_evalmine import exitcodes
-from pytest_evalmine.commands.mcp_server import (
+from pytest_evalmine.commands.mcp.server import (
     CEILING_ENV,
     MAX_COST_ENV,
     NO_GATE_NOTE,
@@ -62,8 +62,10 @@ def over_stdio(root: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any
     client passes only PATH, HOME and the like), so no call can reach a provider."""
     parameters = mcp.StdioServerParameters(
         command=sys.executable,
-        args=["-m", "pytest_evalmine.commands.mcp_server"],
-        env={ROOT_ENV: str(root), "PATH": os.environ.get("PATH", "")},
+        args=["-m", "pytest_evalmine.commands.mcp.server"],
+        # PYTHONPATH when set: the package under test, not whichever one is installed.
+        env={ROOT_ENV: str(root), "PATH": os.environ.get("PATH", "")}
+        | {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ},
         cwd=str(root),
     )
 

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from .. import exitcodes
-from ..engine.catalog import SuiteInfo, describe_suite, find_suite_files
-from ..engine.stored import RunDigest, StoredRun, digest, find_run, latest_run, list_runs
-from ..errors import EvalmineError
-from ..options import project_folders
-from ..reports.render import milliseconds, money, number, percent
+from ... import exitcodes
+from ...engine.catalog import SuiteInfo, describe_suite, find_suite_files
+from ...engine.stored import RunDigest, StoredRun, digest, find_run, latest_run, list_runs
+from ...errors import EvalmineError
+from ...options import project_folders
+from ...reports.render import milliseconds, money, number, percent
 
 try:  # the tools' argument descriptions; pydantic comes with the SDK (the `mcp` extra)
     from pydantic import Field
@@ -383,8 +383,8 @@ class Tools:
         model case by case over the cases both runs answered, even when the suite changed:
         each run's score, the paired delta with its interval, worse and better cases, the
         share of changed answers, the noise floor and the verdict in words."""
-        from ..engine.stored import cases_between
-        from ..reports.compare import compare
+        from ...engine.stored import cases_between
+        from ...reports.compare import compare
 
         try:
             before, after = self._find(run_a), self._find(run_b)
@@ -489,7 +489,7 @@ class Tools:
         of each candidate with the baseline (verdict in words, delta, interval, noise floor)
         and the release gate's verdict. A refusal before spending carries the plugin's own
         line (an unknown model, a missing key, or the estimate over the cap)."""
-        from ..suite.loader import load_suite
+        from ...suite.loader import load_suite
 
         try:
             suite_file = confine(self.limits.root, suite)
@@ -548,7 +548,7 @@ class Tools:
             }:
                 raise EvalmineError(f"{suite!r} is neither a suite name nor a suite file")
             return suite
-        from ..suite.loader import load_suite
+        from ...suite.loader import load_suite
 
         path = confine(self.limits.root, suite)
         shown = _shown(path, self.limits.root)
