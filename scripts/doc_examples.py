@@ -293,7 +293,7 @@ def mcp_block(tmp: Path) -> dict[str, Block]:
     import anyio
     import mcp
 
-    from pytest_evalmine.commands.mcp.server import ROOT_ENV
+    from pytest_evalmine.commands.mcp.limits import ROOT_ENV
 
     project = new_project(tmp, "mcp")
     env = child_environment(tmp / "home-mcp")

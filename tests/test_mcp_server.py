@@ -14,22 +14,11 @@ from typing import Any
 import pytest
 
 from pytest_evalmine import exitcodes
-from pytest_evalmine.commands.mcp.server import (
-    CEILING_ENV,
-    MAX_COST_ENV,
-    NO_GATE_NOTE,
-    ROOT_ENV,
-    Limits,
-    Refusal,
-    Tools,
-    build_server,
-    dollars,
-    kappa,
-    points,
-    refusal_line,
-    seconds,
-    share,
-)
+from pytest_evalmine.commands.mcp.limits import CEILING_ENV, MAX_COST_ENV, ROOT_ENV, Limits
+from pytest_evalmine.commands.mcp.records import NO_GATE_NOTE, Refusal
+from pytest_evalmine.commands.mcp.rounding import dollars, kappa, points, seconds, share
+from pytest_evalmine.commands.mcp.run_suite import refusal_line
+from pytest_evalmine.commands.mcp.server import Tools, build_server
 from pytest_evalmine.reports.render import money
 
 from .test_judge_run import JUDGED_SUITE
