@@ -11,9 +11,9 @@ from typing import Any
 from ...engine.stored import StoredRun, digest, find_run
 from ...errors import EvalmineError
 from ...options import project_folders
-from .limits import Limits, OutsideRoot, _shown, confine
+from .limits import Limits, OutsideRoot, confine, shown_path
 from .records import Refusal, RunView, refusal
-from .rounding import _gate_digest, _paired_digest, _rounded_digest
+from .rounding import gate_digest, paired_digest, rounded_digest
 
 
 class ToolBase:
@@ -42,7 +42,7 @@ class ToolBase:
         from ...suite.loader import load_suite
 
         path = confine(self.limits.root, suite)
-        shown = _shown(path, self.limits.root)
+        shown = shown_path(path, self.limits.root)
         return load_suite(path, shown=shown, roots=project_folders(self.limits.root)).name
 
     def _find(self, reference: str) -> StoredRun:
@@ -56,9 +56,9 @@ class ToolBase:
         report = run.report()
         return RunView(
             "ok",
-            _rounded_digest(digest(run, self.limits.root)),
-            [_paired_digest(entry) for entry in report.get("paired") or []],
-            _gate_digest(report.get("gate")),
+            rounded_digest(digest(run, self.limits.root)),
+            [paired_digest(entry) for entry in report.get("paired") or []],
+            gate_digest(report.get("gate")),
         )
 
     def _view(self, locate: Any) -> RunView | Refusal:

@@ -19,7 +19,7 @@ from .records import (
     WinRatesSideBySide,
     refusal,
 )
-from .rounding import _low_high, dollars, kappa, points, seconds, share
+from .rounding import dollars, kappa, low_high, points, seconds, share
 
 
 class CompareTool(ToolBase):
@@ -114,10 +114,10 @@ def _cross_run_digest(cases: dict[str, Any]) -> CrossRunDigest:
                 baseline=row["baseline"],
                 candidate=row["candidate"],
                 a_win_rate=share(row["a"]["win_rate"]),
-                a_interval=_low_high(row["a"]["interval"], share),
+                a_interval=low_high(row["a"]["interval"], share),
                 a_headline_eligible=bool(row["a"]["headline_eligible"]),
                 b_win_rate=share(row["b"]["win_rate"]),
-                b_interval=_low_high(row["b"]["interval"], share),
+                b_interval=low_high(row["b"]["interval"], share),
                 b_headline_eligible=bool(row["b"]["headline_eligible"]),
             )
             for row in cases["win_rates"]
@@ -136,7 +136,7 @@ def _cross_run_model(pair: dict[str, Any]) -> CrossRunModelDigest:
         changed_answers=changed["successes"],
         changed_answers_of=changed["n"],
         changed_answers_share=share(changed["rate"]),
-        changed_answers_interval=_low_high(changed["interval"], share),
+        changed_answers_interval=low_high(changed["interval"], share),
         excluded=dict(pair["excluded"]),
         metrics=[_cross_run_metric(m) for m in pair["metrics"]],
     )
@@ -152,11 +152,11 @@ def _cross_run_metric(m: dict[str, Any]) -> CrossRunMetricDigest:
         cases=m["cases"],
         observations=m["observations"],
         a_mean=side(m["a"]["mean"]),
-        a_interval=_low_high(m["a"]["interval"], side),
+        a_interval=low_high(m["a"]["interval"], side),
         b_mean=side(m["b"]["mean"]),
-        b_interval=_low_high(m["b"]["interval"], side),
+        b_interval=low_high(m["b"]["interval"], side),
         delta_points=points(m["delta"]),
-        interval_points=_low_high(m["interval"], points),
+        interval_points=low_high(m["interval"], points),
         worse=m["worse"],
         better=m["better"],
         same=m["same"],
@@ -164,7 +164,7 @@ def _cross_run_metric(m: dict[str, Any]) -> CrossRunMetricDigest:
         noise_floor_a_points=points(floor["a"]),
         noise_floor_b_points=points(floor["b"]),
         excess_points=points(excess.get("value")),
-        excess_interval_points=_low_high(excess.get("interval"), points),
+        excess_interval_points=low_high(excess.get("interval"), points),
         beyond_noise=m["beyond_noise"],
         excluded_cases=m["excluded_cases"],
         worse_cases=[f"{e['task']}/{e['case']}" for e in m["worse_examples"]],

@@ -71,5 +71,5 @@ def confine(root: Path, given: str) -> Path:
     return resolved
 
 
-def _shown(path: Path, root: Path) -> str:
+def shown_path(path: Path, root: Path) -> str:
     return str(path.relative_to(root)) if path != root else "."

@@ -10,7 +10,7 @@ from ...engine.catalog import describe_suite, find_suite_files
 from ...engine.stored import StoredRun, latest_run, list_runs
 from ...errors import EvalmineError
 from .base import ToolBase
-from .limits import Field, OutsideRoot, _shown, confine
+from .limits import Field, OutsideRoot, confine, shown_path
 from .records import Refusal, RunBrief, RunList, RunView, SuiteList, refusal
 from .rounding import dollars
 
@@ -37,7 +37,7 @@ class ListingTools(ToolBase):
             for path in find_suite_files(where)
             if self._inside(path)
         ]
-        return SuiteList("ok", _shown(where, self.limits.root), suites)
+        return SuiteList("ok", shown_path(where, self.limits.root), suites)
 
     def list_runs(
         self,

@@ -44,7 +44,7 @@ def _each(rounding: Any, values: list[float] | None) -> list[float] | None:
     return None if values is None else [rounding(v) for v in values]
 
 
-def _rounded_digest(run: RunDigest) -> RunDigest:
+def rounded_digest(run: RunDigest) -> RunDigest:
     cal = run.calibration
     return replace(
         run,
@@ -72,11 +72,11 @@ def _rounded_digest(run: RunDigest) -> RunDigest:
     )
 
 
-def _low_high(interval: dict[str, float] | None, rounding: Any) -> list[float] | None:
+def low_high(interval: dict[str, float] | None, rounding: Any) -> list[float] | None:
     return None if interval is None else [rounding(interval["low"]), rounding(interval["high"])]
 
 
-def _paired_digest(entry: dict[str, Any]) -> PairedDigest:
+def paired_digest(entry: dict[str, Any]) -> PairedDigest:
     return PairedDigest(
         candidate=entry["candidate"],
         baseline=entry["baseline"],
@@ -86,7 +86,7 @@ def _paired_digest(entry: dict[str, Any]) -> PairedDigest:
         observations=entry.get("observations", entry["cases"]),
         excluded_cases=entry.get("excluded_cases") or 0,
         delta_points=points(entry.get("delta")),
-        interval_points=_low_high(entry.get("interval"), points),
+        interval_points=low_high(entry.get("interval"), points),
         noise_floor_points=points((entry.get("noise_floor") or {}).get("floor")),
         beyond_noise=entry.get("beyond_noise"),
         worse=entry["worse"],
@@ -100,7 +100,7 @@ def _in_points(value: float | None) -> float | None:
     return None if value is None else float(number(value, 1))
 
 
-def _gate_digest(gate: dict[str, Any] | None) -> GateDigest:
+def gate_digest(gate: dict[str, Any] | None) -> GateDigest:
     if gate is None:
         return no_gate()
     return GateDigest(
@@ -115,7 +115,7 @@ def _gate_digest(gate: dict[str, Any] | None) -> GateDigest:
                 candidate=row["candidate"],
                 verdict=row["verdict"],
                 delta_points=_in_points(row.get("delta_points")),
-                interval_points=_low_high(row.get("interval_points"), _in_points),
+                interval_points=low_high(row.get("interval_points"), _in_points),
                 trusted=bool(row["trusted"]),
                 reason=row["reason"],
             )

@@ -14,7 +14,7 @@ from ...engine.stored import list_runs
 from ...errors import EvalmineError
 from ...options import project_folders
 from .base import ToolBase
-from .limits import CEILING_ENV, REPORT_DIR, Field, Limits, OutsideRoot, _shown, confine
+from .limits import CEILING_ENV, REPORT_DIR, Field, Limits, OutsideRoot, confine, shown_path
 from .records import Refusal, RunSuiteResult, no_gate, refusal
 
 # The child's environment: enough to run Python and reach providers, nothing else of the
@@ -65,7 +65,7 @@ class RunSuiteTool(ToolBase):
             sys.executable,
             "-m",
             "pytest",
-            _shown(suite_file, self.limits.root),
+            shown_path(suite_file, self.limits.root),
             "-p",
             "pytest_evalmine.plugin",
             "-p",
@@ -132,7 +132,7 @@ class RunSuiteTool(ToolBase):
                 return refusal("not_found", f"{suite}: no such suite file under the suite root")
             loaded = load_suite(
                 suite_file,
-                shown=_shown(suite_file, self.limits.root),
+                shown=shown_path(suite_file, self.limits.root),
                 roots=project_folders(self.limits.root),
             )
         except OutsideRoot as exc:

@@ -22,12 +22,20 @@ from .run_suite import RunSuiteTool
 
 
 class Tools(RunSuiteTool, CompareTool, ListingTools):
-    """The tools' logic. ``build_server`` registers six methods as MCP tools: a method's
-    docstring is the tool's description, its annotations the input and output schemas."""
+    """The tools' logic, one class per tool or group of tools, each in its own module.
+    ``build_server`` registers the methods ``TOOL_NAMES`` names as MCP tools: a method's
+    docstring is the tool's description, its annotations the input and output schemas.
+
+    A new tool: a ``ToolBase`` subclass in a module of its own (its method, its records in
+    ``records``), added to these bases and its method's name to ``TOOL_NAMES``."""
+
+
+# In the order the tool listing shows them.
+TOOL_NAMES = ("run_suite", "compare", "last_report", "list_suites", "list_runs", "show_run")
 
 
 def build_server(limits: Limits) -> Any:
-    """The MCP server with its six tools."""
+    """The MCP server with its tools."""
     from mcp.server import MCPServer
 
     tools = Tools(limits)
@@ -39,15 +47,8 @@ def build_server(limits: Limits) -> Any:
         ),
     )
 
-    for tool in (
-        tools.run_suite,
-        tools.compare,
-        tools.last_report,
-        tools.list_suites,
-        tools.list_runs,
-        tools.show_run,
-    ):
-        server.tool()(tool)
+    for name in TOOL_NAMES:
+        server.tool()(getattr(tools, name))
     return server
 
 
