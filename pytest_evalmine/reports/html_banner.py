@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..judging.headline import DAGGER
-from .html_markup import _e, _num, _pct
+from .html_markup import esc, num, pct
 
 
 def links_nav(report: dict[str, Any], *, has_cases: bool) -> str:
@@ -19,12 +19,12 @@ def links_nav(report: dict[str, Any], *, has_cases: bool) -> str:
         links.append('<a href="#cases">Cases</a>')
     pytest_html = report.get("pytest_html")
     if pytest_html:
-        links.append(f'<a href="{_e(pytest_html)}" id="link-pytest-html">pytest-html page</a>')
+        links.append(f'<a href="{esc(pytest_html)}" id="link-pytest-html">pytest-html page</a>')
     previous = (report.get("changes") or {}).get("previous_run_id")
     if previous:
         links.append(
-            f'<a href="../{_e(previous)}/report.html" id="link-previous">'
-            f"compared run {_e(previous)}</a>"
+            f'<a href="../{esc(previous)}/report.html" id="link-previous">'
+            f"compared run {esc(previous)}</a>"
         )
     links.append('<a href="../index.html" id="link-index">all runs of this suite</a>')
     return f'<nav class="links">{" &middot; ".join(links)}</nav>'
@@ -36,22 +36,22 @@ def verdict_banner(report: dict[str, Any], element_id: str | None = "verdict") -
     header = f'<header id="{element_id}" class="verdict' if element_id else '<header class="verdict'
     reason = report.get("partial_reason") or "the cost cap was reached"
     partial = (
-        f'<div class="verdict-partial">PARTIAL RUN: {_e(reason)}; the numbers cover '
+        f'<div class="verdict-partial">PARTIAL RUN: {esc(reason)}; the numbers cover '
         "only what ran.</div>"
         if report.get("partial")
         else ""
     )
     if not headline:
         note = report.get("judge_note") or "no judge verdicts in this run"
-        return f'{header} verdict-none"><strong>NO HEADLINE</strong> {_e(note)}{partial}</header>'
+        return f'{header} verdict-none"><strong>NO HEADLINE</strong> {esc(note)}{partial}</header>'
     rates = headline.get("win_rates") or []
-    lines = "".join(f"<li>{_e(_rate_line(rate))}</li>" for rate in rates)
+    lines = "".join(f"<li>{esc(_rate_line(rate))}</li>" for rate in rates)
     if headline.get("headline_eligible"):
         cal = headline.get("calibration") or {}
         return (
             f'{header} verdict-ok"><strong>ELIGIBLE</strong> '
-            f"the judge agrees with your labels (kappa {_num(cal.get('kappa'))} on "
-            f"{_e(cal.get('n', 0))} labels)<ul>{lines}</ul>{partial}</header>"
+            f"the judge agrees with your labels (kappa {num(cal.get('kappa'))} on "
+            f"{esc(cal.get('n', 0))} labels)<ul>{lines}</ul>{partial}</header>"
         )
     reasons: list[str] = []
     for rate in rates:
@@ -62,16 +62,16 @@ def verdict_banner(report: dict[str, Any], element_id: str | None = "verdict") -
         reasons.append(str((headline.get("calibration") or {}).get("reason", "")))
     return (
         f'{header} verdict-uncalibrated">'
-        f"<strong>UNCALIBRATED</strong> {_e('; '.join(reasons))}<ul>{lines}</ul>{partial}</header>"
+        f"<strong>UNCALIBRATED</strong> {esc('; '.join(reasons))}<ul>{lines}</ul>{partial}</header>"
     )
 
 
 def _rate_line(rate: dict[str, Any]) -> str:
     value = rate.get("win_rate")
-    text = f"{rate.get('candidate', '?')}: win rate {_pct(value)}"
+    text = f"{rate.get('candidate', '?')}: win rate {pct(value)}"
     interval = rate.get("interval") or {}
     if interval:
-        text += f" [{_pct(interval.get('low'))}, {_pct(interval.get('high'))}]"
+        text += f" [{pct(interval.get('low'))}, {pct(interval.get('high'))}]"
     text += f", n={rate.get('n', 0)}"
     if not rate.get("headline_eligible"):
         text += f" {DAGGER} UNCALIBRATED"

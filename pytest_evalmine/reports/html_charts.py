@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..judging.headline import DAGGER
-from .html_markup import _cases_href, _e, _float, _int, _pct
+from .html_markup import as_float, as_int, cases_href, esc, pct
 
 CATEGORIES = ("baseline", "tie", "candidate")
 
@@ -17,7 +17,7 @@ def confusion_svg(matrix: Sequence[Sequence[Any]]) -> str:
     """The 3x3 confusion matrix (rows human, columns judge) as a heatmap; the diagonal,
     where judge and human agree, is outlined."""
     cell_w, cell_h, left, top = 96, 44, 130, 40
-    counts = [[_int(v) for v in row] for row in matrix]
+    counts = [[as_int(v) for v in row] for row in matrix]
     peak = max((v for row in counts for v in row), default=0) or 1
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {left + 3 * cell_w + 10} '
@@ -63,7 +63,7 @@ def win_rate_svg(rates: Sequence[dict[str, Any]], title: str, *, with_task: bool
         for tick in (0, 0.25, 0.5, 0.75, 1)
     )
     parts = [
-        f'<div class="win-rates" role="img" aria-label="{_e(title)}">'
+        f'<div class="win-rates" role="img" aria-label="{esc(title)}">'
         f'<div class="wr-row wr-axis"><span></span><div class="wr-ticks">{ticks}</div>'
         "<span></span></div>"
     ]
@@ -77,8 +77,8 @@ def win_rate_svg(rates: Sequence[dict[str, Any]], title: str, *, with_task: bool
         eligible = bool(rate.get("headline_eligible"))
         colour = "#166534" if eligible else "#b45309"
         interval = rate.get("interval") or {}
-        low, high = _float(interval.get("low")), _float(interval.get("high"))
-        value = _float(rate.get("win_rate"))
+        low, high = as_float(interval.get("low")), as_float(interval.get("high"))
+        value = as_float(rate.get("win_rate"))
         plot = [
             f'<line x1="{tick * PLOT_W:.1f}" y1="0" x2="{tick * PLOT_W:.1f}" y2="{PLOT_H}" '
             'stroke="#9ca3af" vector-effect="non-scaling-stroke"'
@@ -99,17 +99,17 @@ def win_rate_svg(rates: Sequence[dict[str, Any]], title: str, *, with_task: bool
                 f'y2="{PLOT_H / 2}" stroke="{colour}" stroke-width="12" stroke-linecap="round" '
                 'vector-effect="non-scaling-stroke"/>'
             )
-        text = f"{_pct(value)} n={_int(rate.get('n'))}"
+        text = f"{pct(value)} n={as_int(rate.get('n'))}"
         if low is not None and high is not None:
-            text = f"{_pct(value)} [{_pct(low)}, {_pct(high)}] n={_int(rate.get('n'))}"
+            text = f"{pct(value)} [{pct(low)}, {pct(high)}] n={as_int(rate.get('n'))}"
         if not eligible:
             text += f" {DAGGER} UNCALIBRATED"
-        href = _cases_href(task=task, model=str(rate.get("candidate") or ""))
+        href = cases_href(task=task, model=str(rate.get("candidate") or ""))
         parts.append(
-            f'<div class="wr-row"><a class="wr-name" href="{href}">{_e(name)}</a>'
+            f'<div class="wr-row"><a class="wr-name" href="{href}">{esc(name)}</a>'
             f'<svg xmlns="http://www.w3.org/2000/svg" class="wr-plot" viewBox="0 0 {PLOT_W} '
             f'{PLOT_H}" preserveAspectRatio="none" role="presentation">{"".join(plot)}</svg>'
-            f'<span class="wr-value">{_e(text)}</span></div>'
+            f'<span class="wr-value">{esc(text)}</span></div>'
         )
     parts.append("</div>")
     return "".join(parts)

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from .cases_view import SharedRows, check_rows
-from .html_markup import _num
+from .html_markup import num
 from .labelling import KIND_TAGS, a_side, audit_order, label_fields, pair_id
 
 # Criterion labelling (binary judges): one answer and one criterion at a time, PASS or FAIL.
@@ -81,7 +81,7 @@ def _audit_progress(report: dict[str, Any], judged: Sequence[dict[str, Any]]) ->
     fraction = ((report.get("headline") or {}).get("audit") or {}).get("fraction")
     return (
         f'<p id="audit-progress">Audit sample: <strong>{labelled} of {len(sample)}</strong> '
-        f"pairs labelled (fraction {_num(fraction)} of the pairs, by a hash of task, case and "
+        f"pairs labelled (fraction {num(fraction)} of the pairs, by a hash of task, case and "
         'candidate). Only their labels enter the human-preference estimate; "label the audit '
         'sample" shows them in their own random order, so stopping early keeps a random '
         "sample.</p>\n"
@@ -147,7 +147,7 @@ def _side(pair: dict[str, Any], side: str, shared: SharedRows | None) -> dict[st
     return {"text": text, "checks": checks} if row is None else {"item": row}
 
 
-def _labelling(
+def labelling_html(
     report: dict[str, Any], judged: Sequence[dict[str, Any]], suggestions: Sequence[Any]
 ) -> Iterator[str]:
     if not judged:

@@ -18,23 +18,23 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'
 
 def verdict_css() -> str:
     """The banner's style rules, for a page that embeds ``verdict_banner``."""
-    return _asset("verdict.css")
+    return asset("verdict.css")
 
 
 def page_css() -> str:
     """The page's own style rules, for the suite's index page too."""
-    return _asset("page.css")
+    return asset("page.css")
 
 
-def _asset(name: str) -> str:
+def asset(name: str) -> str:
     return resources.files(__package__).joinpath("assets", name).read_text("utf-8")
 
 
-def _e(value: Any) -> str:
+def esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _table(
+def table(
     headers: Sequence[str],
     rows: Sequence[Sequence[str]],
     *,
@@ -45,14 +45,14 @@ def _table(
     the first cell is a task id, linked to the cases view filtered to it; ``links``: each
     row's first cell links there instead (an escaped href per row)."""
     if task_links:
-        links = [_cases_href(task=row[0]) for row in rows]
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+        links = [cases_href(task=row[0]) for row in rows]
+    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td><a href="{links[r]}">{_e(c)}</a></td>'
+            f'<td><a href="{links[r]}">{esc(c)}</a></td>'
             if links and i == 0
-            else f"<td>{_e(c)}</td>"
+            else f"<td>{esc(c)}</td>"
             for i, c in enumerate(row)
         )
         + "</tr>"
@@ -64,37 +64,33 @@ def _table(
     )
 
 
-def _cases_href(**filters: str | None) -> str:
+def cases_href(**filters: str | None) -> str:
     """A link to the cases view with filters: ``#cases?task=triage&model=fake%2Fbeta``."""
     query = urlencode({key: value for key, value in filters.items() if value})
-    return _e(f"#cases?{query}" if query else "#cases")
+    return esc(f"#cases?{query}" if query else "#cases")
 
 
-def _float(value: Any) -> float | None:
+def as_float(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _int(value: Any) -> int:
-    number = _float(value)
+def as_int(value: Any) -> int:
+    number = as_float(value)
     return int(number) if number is not None else 0
 
 
-def _pct(value: Any) -> str:
-    return percent(_float(value))
+def pct(value: Any) -> str:
+    return percent(as_float(value))
 
 
-def _num(value: Any) -> str:
-    return number(_float(value))
+def num(value: Any) -> str:
+    return number(as_float(value))
 
 
-def _ms(value: Any) -> str:
-    return milliseconds(_float(value))
+def ms(value: Any) -> str:
+    return milliseconds(as_float(value))
 
 
-def _usd(value: Any) -> str:
-    amount = _float(value)
+def usd(value: Any) -> str:
+    amount = as_float(value)
     return "-" if amount is None else money(amount)
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "\u2026"

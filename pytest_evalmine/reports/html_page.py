@@ -2,8 +2,14 @@
 and pairs.jsonl alone, so an old run can be re-rendered without rerunning anything.
 
 Inline CSS and JS (``assets/``), no network (a Content-Security-Policy forbids it), charts as
-SVG written here. Every user string is escaped: ``html.escape`` in markup, and the labelling
-data travels as JSON in a non-executed script element with ``<``, ``>`` and ``&`` escaped.
+SVG written by the code. Every user string is escaped: ``html.escape`` in markup, and the
+labelling data travels as JSON in a non-executed script element with ``<``, ``>`` and ``&``
+escaped.
+
+This module composes the page from its views, top to bottom: ``html_banner`` (the verdict,
+the links), ``html_summary`` (the sections, with ``html_charts``), ``cases_view`` (the cases
+view), ``html_labelling`` (blind pairs, criteria) and ``html_data`` (the data their scripts
+read); ``html_markup`` holds what they all build with.
 """
 
 from __future__ import annotations
@@ -17,15 +23,15 @@ from ..suite.loader import DEFAULT_MIN_LABELS
 from .cases_view import CASES_VIEW, SharedRows, case_items, case_list, criterion_items
 from .html_banner import links_nav, verdict_banner
 from .html_data import script_json_pieces
-from .html_labelling import CRITERION_PANEL, _labelling, labelling_data
-from .html_markup import CSP, _asset, _e, _float, page_css, verdict_css
+from .html_labelling import CRITERION_PANEL, labelling_data, labelling_html
+from .html_markup import CSP, as_float, asset, esc, page_css, verdict_css
 from .html_summary import (
-    _calibration,
-    _exclusions,
-    _label_next,
-    _scorecard,
-    _section_html,
-    _win_rates,
+    calibration_html,
+    exclusions_html,
+    label_next_html,
+    scorecard_html,
+    section_html,
+    win_rates_html,
 )
 from .labelling import Suggestion, is_judged, label_next, nothing_to_label
 from .ranking_section import cost_quality_svg
@@ -89,54 +95,54 @@ def html_pieces(
         '<html lang="en"><head><meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(title)}</title>",
+        f"<title>{esc(title)}</title>",
         f"<style>{verdict_css()}{page_css()}</style>",
         "</head><body>",
         verdict_banner(report),
         links_nav(report, has_cases=bool(records)),
-        f"<h1>{_e(title)}</h1>",
-        f'<p class="meta">Suite {_e(suite.get("file", ""))}, sha256 '
-        f"<code>{_e(suite.get('hash', ''))}</code>; models "
-        f"{_e(', '.join(report.get('models') or []))} (baseline first); created "
-        f"{_e(report.get('created_utc', ''))}.</p>",
+        f"<h1>{esc(title)}</h1>",
+        f'<p class="meta">Suite {esc(suite.get("file", ""))}, sha256 '
+        f"<code>{esc(suite.get('hash', ''))}</code>; models "
+        f"{esc(', '.join(report.get('models') or []))} (baseline first); created "
+        f"{esc(report.get('created_utc', ''))}.</p>",
     ]
     if report.get("gate"):
-        parts.append(_section_html(gate_section(report["gate"]), "gate"))
+        parts.append(section_html(gate_section(report["gate"]), "gate"))
     if headline:
-        parts += [_calibration(headline), _win_rates(headline)]
+        parts += [calibration_html(headline), win_rates_html(headline)]
     if report.get("binary_judges"):
-        parts.append(_section_html(binary_section(report["binary_judges"]), "binary-judges"))
+        parts.append(section_html(binary_section(report["binary_judges"]), "binary-judges"))
     elif report.get("binary_judges_note"):
         note = Section("Binary judges (PASS/FAIL per criterion)", [report["binary_judges_note"]])
-        parts.append(_section_html(note, "binary-judges"))
-    parts.append(_scorecard(report))
+        parts.append(section_html(note, "binary-judges"))
+    parts.append(scorecard_html(report))
     if report.get("paired"):
-        parts.append(_section_html(paired_section(report["paired"]), "paired"))
+        parts.append(section_html(paired_section(report["paired"]), "paired"))
     if report.get("ranking"):
-        ranking = _section_html(ranking_section(report["ranking"]), "ranking")
+        ranking = section_html(ranking_section(report["ranking"]), "ranking")
         parts.append(
             ranking.replace("</section>", cost_quality_svg(report["ranking"]) + "</section>")
         )
     if report.get("power"):
-        parts.append(_section_html(power_section(report["power"]), "power"))
+        parts.append(section_html(power_section(report["power"]), "power"))
     if headline:
-        parts.append(_exclusions(headline))
+        parts.append(exclusions_html(headline))
     if report.get("changes"):
-        parts.append(_section_html(changes_section(report["changes"]), "changes"))
+        parts.append(section_html(changes_section(report["changes"]), "changes"))
     judged = [p for p in pairs if is_judged(p)]
     # The suite's gate (0 allowed); a report without one gets the loader's default.
-    min_labels = _float((headline.get("calibration") or {}).get("min_labels"))
+    min_labels = as_float((headline.get("calibration") or {}).get("min_labels"))
     min_labels = DEFAULT_MIN_LABELS if min_labels is None else int(min_labels)
     if suggestions is None:
         suggestions = label_next(judged, min_labels)
     if headline:
-        parts.append(_label_next(suggestions, nothing_to_label(pairs, min_labels)))
+        parts.append(label_next_html(suggestions, nothing_to_label(pairs, min_labels)))
     for part in parts:
         yield part
         yield "\n"
     if records:
         yield CASES_VIEW
-    yield from _labelling(report, judged, suggestions)
+    yield from labelling_html(report, judged, suggestions)
     if any(v.get("label") in ("PASS", "FAIL") for v in verdicts):
         yield CRITERION_PANEL
     cases, index = case_list(records, pairs, verdicts)
@@ -151,6 +157,6 @@ def html_pieces(
     )
     yield '\n<script type="application/json" id="evalmine-data">'
     yield from script_json_pieces(data)
-    scripts = "\n".join(_asset(name) for name in ("common.js", "page.js", "cases.js"))
+    scripts = "\n".join(asset(name) for name in ("common.js", "page.js", "cases.js"))
     yield f"</script>\n<script>{scripts}</script>"
     yield "\n</body></html>\n"
