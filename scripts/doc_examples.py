@@ -332,14 +332,14 @@ def mcp_block(tmp: Path) -> dict[str, Block]:
     import anyio
     import mcp
 
-    from pytest_evalmine.commands.mcp_server import ROOT_ENV
+    from pytest_evalmine.commands.mcp.limits import ROOT_ENV
 
     project = new_project(tmp, "mcp")
     env = child_environment(tmp / "home-mcp")
     env[ROOT_ENV] = str(project)
     server = mcp.StdioServerParameters(
         command=sys.executable,
-        args=["-m", "pytest_evalmine.commands.mcp_server"],
+        args=["-m", "pytest_evalmine.commands.mcp.server"],
         env=env,
         cwd=str(project),
     )

@@ -14,22 +14,11 @@ from typing import Any
 import pytest
 
 from pytest_evalmine import exitcodes
-from pytest_evalmine.commands.mcp_server import (
-    CEILING_ENV,
-    MAX_COST_ENV,
-    NO_GATE_NOTE,
-    ROOT_ENV,
-    Limits,
-    Refusal,
-    Tools,
-    build_server,
-    dollars,
-    kappa,
-    points,
-    refusal_line,
-    seconds,
-    share,
-)
+from pytest_evalmine.commands.mcp.limits import CEILING_ENV, MAX_COST_ENV, ROOT_ENV, Limits
+from pytest_evalmine.commands.mcp.records import NO_GATE_NOTE, Refusal
+from pytest_evalmine.commands.mcp.rounding import dollars, kappa, points, seconds, share
+from pytest_evalmine.commands.mcp.run_suite import refusal_line
+from pytest_evalmine.commands.mcp.server import Tools, build_server
 from pytest_evalmine.reports.render import money
 
 from .test_judge_run import JUDGED_SUITE
@@ -62,8 +51,10 @@ def over_stdio(root: Path, calls: list[tuple[str, dict[str, Any]]]) -> tuple[Any
     client passes only PATH, HOME and the like), so no call can reach a provider."""
     parameters = mcp.StdioServerParameters(
         command=sys.executable,
-        args=["-m", "pytest_evalmine.commands.mcp_server"],
-        env={ROOT_ENV: str(root), "PATH": os.environ.get("PATH", "")},
+        args=["-m", "pytest_evalmine.commands.mcp.server"],
+        # PYTHONPATH when set: the package under test, not whichever one is installed.
+        env={ROOT_ENV: str(root), "PATH": os.environ.get("PATH", "")}
+        | {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ},
         cwd=str(root),
     )
 

@@ -19,12 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_evalmine.judging.binary import BinaryJudging
-from pytest_evalmine.reports.html_page import (
-    links_nav,
-    render_html,
-    render_run_dir,
-    script_json,
-)
+from pytest_evalmine.reports.html_banner import links_nav
+from pytest_evalmine.reports.html_data import script_json
+from pytest_evalmine.reports.html_page import render_html, render_run_dir
 from pytest_evalmine.reports.labelling import (
     CHECK,
     DISAGREES,

@@ -18,6 +18,37 @@ from ..run.records import with_repeat
 from .labelling import Suggestion
 
 CASE_SEPARATOR = "\x1f"
+# The cases view (filled by cases.js from the page's data): every answer as a row, filtered,
+# searched, sorted and shown a page of rows at a time, so 20,000 rows cost what 100 do.
+CASES_VIEW = """<section id="cases"><h2>Cases</h2>
+<p class="muted">Every answer of the run, one row each. Filter, search prompts and answers, sort
+by a column's header; a row opens its case. A link such as <code>#cases?task=triage</code>
+opens this view filtered.</p>
+<div id="cases-filters" class="filters">
+<label>task <select id="f-task"><option value="">all</option></select></label>
+<label>model <select id="f-model"><option value="">all</option></select></label>
+<label>outcome <select id="f-outcome"><option value="">all</option></select></label>
+<label><input id="f-flagged" type="checkbox"> flagged (label next)</label>
+<label><input id="f-flip" type="checkbox"> flips</label>
+<label><input id="f-failed" type="checkbox"> check failures</label>
+<input id="f-search" type="search" placeholder="search prompts and answers">
+</div>
+<p><span id="cases-count"></span> <button id="cases-prev" type="button">&larr;</button>
+<span id="cases-page"></span> <button id="cases-next" type="button">&rarr;</button></p>
+<div class="table-wrap"><table id="cases-table"><thead><tr>
+<th data-sort="task">task</th><th data-sort="case">case</th><th data-sort="model">model</th>
+<th data-sort="outcome">outcome</th><th data-sort="checks">checks</th>
+<th data-sort="score">score</th><th data-sort="cost">cost</th>
+<th data-sort="latency">latency</th><th data-sort="judge">judge verdict</th>
+<th data-sort="flip">flip</th><th data-sort="label">label</th></tr></thead>
+<tbody id="cases-body"></tbody></table></div>
+<div id="case-detail" hidden><h3 id="case-title"></h3>
+<p><label><input id="case-diff" type="checkbox"> show differences from the baseline's answer
+</label> <button id="case-close" type="button">close</button></p>
+<h4>Prompt</h4><div id="case-prompt" class="prompt"></div>
+<div id="case-answers" class="answers"></div><div id="case-judge"></div></div>
+</section>
+"""
 
 
 def case_key(task: str, case: str) -> str:

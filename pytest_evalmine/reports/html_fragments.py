@@ -9,7 +9,8 @@ import json
 from typing import Any
 
 from ..run.records import AnswerRecord
-from .html_page import verdict_banner, verdict_css
+from .html_banner import verdict_banner
+from .html_markup import verdict_css
 from .sections import report_sections
 
 # pytest-html removes a row's log element when the log is empty (our items: the hook drops the

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .html_page import CSP, page_css, verdict_css
+from .html_markup import CSP, page_css, verdict_css
 from .render import money
 
 
