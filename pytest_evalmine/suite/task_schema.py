@@ -52,6 +52,28 @@ _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 MAX_ANALYSIS_STEPS = 200_000
 # Subschemas an explanation follows before it names the place it got to (Python's recursion).
 MAX_EXPLAINED_STEPS = 100
+# The work of loading a schema is bounded by its size, not only by its bytes: the metaschema
+# check costs about a millisecond a subschema (a 13 MB schema took minutes). Counted over
+# every task schema of a suite and the files their $refs name.
+MAX_SUBSCHEMAS = 5_000
+MAX_SCHEMA_VALUES = 100_000
+# Subschemas that apply to the same value one after another ($ref, allOf, anyOf, oneOf,
+# not, if/then/else, dependentSchemas): each costs the answer check a few of Python's
+# thousand stack frames, so a longer chain could never check an answer.
+MAX_IN_PLACE_CHAIN = 64
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_MAPS = ("dependentSchemas", "dependencies")
+_REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
+
+
+@dataclass
+class SchemaBudget:
+    """What a suite's task schemas have used of ``MAX_SUBSCHEMAS`` and
+    ``MAX_SCHEMA_VALUES``."""
+
+    subschemas: int = 0
+    values: int = 0
 
 
 @dataclass(frozen=True)
@@ -68,11 +90,19 @@ class Dialect:
 
 
 def check_task_schema(
-    value: Any, schema_file: Path, shown: str, where: str, suite_dir: Path, problems: Problems
+    value: Any,
+    schema_file: Path,
+    shown: str,
+    where: str,
+    suite_dir: Path,
+    problems: Problems,
+    budget: SchemaBudget | None = None,
 ) -> tuple[dict[str, Any], SchemaRefs | None] | None:
     """The schema to keep (``true`` becomes ``{}``) and the files its ``$ref``s name; None
     with problems added when it is refused. ``where`` is the schema's own path (``$`` in a
-    schema file, ``$.tasks[0].schema`` inline); problems inside it extend that path."""
+    schema file, ``$.tasks[0].schema`` inline); problems inside it extend that path.
+    ``budget``: what the suite's other task schemas used of the size bounds."""
+    budget = budget if budget is not None else SchemaBudget()
     if value is True:
         return {}, None
     if value is False:
@@ -84,14 +114,14 @@ def check_task_schema(
         )
         return None
     dialect = dialect_of(value, shown, where, problems)
-    if dialect is None or not check_schema_document(value, dialect, shown, where, problems):
+    if dialect is None or not check_schema_document(value, dialect, shown, where, problems, budget):
         return None
 
     def check_referenced(document: dict[str, Any], document_shown: str) -> bool:
         # a file a $ref names is a schema too, of the task schema's dialect unless it says
         named = dialect_of(document, document_shown, "$", problems, default=dialect.uri)
         return named is not None and check_schema_document(
-            document, named, document_shown, "$", problems
+            document, named, document_shown, "$", problems, budget
         )
 
     refs = collect_refs(value, schema_file, shown, where, suite_dir, problems, check_referenced)
@@ -101,6 +131,10 @@ def check_task_schema(
     if unsatisfiable is not None:
         inside, problem = unsatisfiable
         problems.add(shown, where + inside.removeprefix("$"), problem)
+        return None
+    in_place = find_in_place_loop(refs, dialect, shown, where)
+    if in_place is not None:
+        problems.add(*in_place)
         return None
     return value, refs
 
@@ -127,12 +161,22 @@ def dialect_of(
 
 
 def check_schema_document(
-    schema: dict[str, Any], dialect: Dialect, shown: str, where: str, problems: Problems
+    schema: dict[str, Any],
+    dialect: Dialect,
+    shown: str,
+    where: str,
+    problems: Problems,
+    budget: SchemaBudget | None = None,
 ) -> bool:
-    """The schema against its dialect's metaschema, then every key of every subschema a
-    keyword of the dialect; True when nothing was wrong (problems added otherwise)."""
+    """The schema within the size bounds, against its dialect's metaschema, then every key
+    of every subschema a keyword of the dialect; True when nothing was wrong (problems added
+    otherwise)."""
     from jsonschema.exceptions import SchemaError
 
+    too_large = _over_budget(schema, dialect, budget if budget is not None else SchemaBudget())
+    if too_large:
+        problems.add(shown, where, too_large)
+        return False
     try:
         dialect.validator.check_schema(schema)
     except SchemaError as exc:
@@ -147,6 +191,42 @@ def check_schema_document(
             if key not in dialect.keywords:
                 problems.add(shown, where + inside.removeprefix("$"), _unknown(key, dialect))
     return len(problems.found) == before
+
+
+def _over_budget(schema: Any, dialect: Dialect, budget: SchemaBudget) -> str | None:
+    """Why ``schema`` does not fit what is left of ``budget`` (None: it fits, and is added)."""
+    left = MAX_SCHEMA_VALUES - budget.values
+    values = _count_values(schema, left + 1)
+    if values > left:
+        return (
+            f"the schema holds over {left:,} JSON values ({MAX_SCHEMA_VALUES:,} at most, "
+            "counting every task schema of the suite and the files their $refs name): "
+            "too large to load and check answers against in bounded time"
+        )
+    found = len(subschemas(schema, dialect))
+    if budget.subschemas + found > MAX_SUBSCHEMAS:
+        return (
+            f"the schema has {found:,} subschemas ({MAX_SUBSCHEMAS:,} at most, counting every "
+            "task schema of the suite and the files their $refs name): too large to load and "
+            "check answers against in bounded time"
+        )
+    budget.values += values
+    budget.subschemas += found
+    return None
+
+
+def _count_values(value: Any, stop_at: int) -> int:
+    """How many JSON values ``value`` holds (itself included), counting no further than
+    ``stop_at``."""
+    count, stack = 0, [value]
+    while stack and count < stop_at:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
 
 
 def subschemas(schema: Any, dialect: Dialect) -> list[tuple[Any, str]]:
@@ -181,6 +261,144 @@ def _children(node: dict[str, Any], path: str, dialect: Dialect) -> list[tuple[A
                 if isinstance(item, (dict, bool))
             )
     return children
+
+
+# $ref loops --------------------------------------------------------------------------------
+
+
+def find_in_place_loop(
+    refs: SchemaRefs, dialect: Dialect, shown: str, where: str
+) -> tuple[str, str, str] | None:
+    """``(file, path, problem)`` for a chain of subschemas, reachable from the task schema,
+    that apply to the same value over and over (a loop of $refs through ``not``, ``allOf``,
+    a property's subschema, ...: checking an answer that reaches it recurses until Python
+    gives up) or more than ``MAX_IN_PLACE_CHAIN`` in a row; None when there is none."""
+    graph = _SchemaGraph(refs, dialect, shown, where)
+    root = graph.root
+    if root is None:
+        return None
+    # Depth-first over the in-place edges from every reachable subschema: a subschema met
+    # again while on the path is a loop; ``chain`` is the longest run of edges below one.
+    chain: dict[int, int] = {}
+    on_path: set[int] = set()
+    for start in graph.reachable(root):
+        if start in chain:
+            continue
+        stack: list[tuple[int, int]] = [(start, 0)]
+        on_path.add(start)
+        while stack:
+            key, next_edge = stack[-1]
+            edges = graph.in_place[key]
+            if next_edge == len(edges):
+                stack.pop()
+                on_path.discard(key)
+                chain[key] = max((chain[target] + 1 for target, _ in edges), default=0)
+                if chain[key] > MAX_IN_PLACE_CHAIN:
+                    file, path = graph.where[key]
+                    return (
+                        file,
+                        path,
+                        (
+                            f"more than {MAX_IN_PLACE_CHAIN} subschemas ($ref, allOf, anyOf, "
+                            "oneOf, not, if/then/else) apply to the same value one after another "
+                            "from here: checking an answer would exhaust Python's recursion"
+                        ),
+                    )
+                continue
+            stack[-1] = (key, next_edge + 1)
+            target, at = edges[next_edge]
+            if target in on_path:
+                file, _ = graph.where[key]
+                return (
+                    file,
+                    at,
+                    (
+                        f"{graph.what[key, next_edge]} loops back to {graph.where[target][1]} "
+                        "without descending into the answer: checking an answer that reaches it "
+                        "would never end"
+                    ),
+                )
+            if target not in chain:
+                on_path.add(target)
+                stack.append((target, 0))
+    return None
+
+
+class _SchemaGraph:
+    """The subschemas of a task schema and its files (by ``id()``), with two kinds of edge:
+    ``in_place`` to those that apply to the same value (with the keyword's path), ``inner``
+    to every subschema below or referred to."""
+
+    def __init__(self, refs: SchemaRefs, dialect: Dialect, shown: str, where: str) -> None:
+        self.where: dict[int, tuple[str, str]] = {}
+        self.in_place: dict[int, list[tuple[int, str]]] = {}
+        self.what: dict[tuple[int, int], str] = {}
+        self.inner: dict[int, list[int]] = {}
+        self.nodes: dict[int, Any] = {}
+        self.root: int | None = None
+        resolver = refs.registry().resolver()
+        names = dict(refs.shown)
+        listed = []
+        for uri, document in refs.documents:
+            is_root = uri == refs.root_uri
+            file = shown if is_root else names.get(uri, uri)
+            base_path = where if is_root else "$"
+            named = _dialect(str(document.get("$schema", dialect.uri))) or dialect
+            inside = subschemas(document, named)
+            for node, path in inside:
+                self.where.setdefault(id(node), (file, base_path + path.removeprefix("$")))
+                self.nodes[id(node)] = node
+            if is_root:
+                self.root = id(document)
+            listed.append((inside, uri, named, base_path))
+        # edges once every file's subschemas are known: a $ref may point to a later file
+        for inside, uri, named, base_path in listed:
+            for node, path in inside:
+                self._edges(node, path, uri, named, resolver, base_path)
+
+    def _edges(
+        self, node: Any, path: str, uri: str, dialect: Dialect, resolver: Any, base: str
+    ) -> None:
+        key = id(node)
+        if key in self.in_place:
+            return
+        in_place: list[tuple[int, str]] = []
+        self.in_place[key] = in_place
+        self.inner[key] = []
+        if not isinstance(node, dict):
+            return
+        shown_path = base + path.removeprefix("$")
+        for keyword in _REF_KEYWORDS:
+            ref = node.get(keyword)
+            if not isinstance(ref, str):
+                continue
+            try:
+                target = resolver.lookup(urljoin(uri, ref)).contents
+            except Exception:
+                continue
+            if id(target) in self.nodes:
+                self.what[key, len(in_place)] = f"{keyword} {quoted(ref)}"
+                in_place.append((id(target), f"{shown_path}.{keyword}"))
+                self.inner[key].append(id(target))
+        for child, at in _children(node, path, dialect):
+            self.inner[key].append(id(child))
+            keyword = at[len(path) + 1 :].split(".")[0].split("[")[0]
+            if dialect.legacy and "$ref" in node:
+                continue  # drafts 4 to 7 ignore every keyword next to $ref
+            if keyword in _IN_PLACE_ONE or keyword in _IN_PLACE_LISTS or keyword in _IN_PLACE_MAPS:
+                self.what[key, len(in_place)] = keyword
+                in_place.append((id(child), base + at.removeprefix("$")))
+
+    def reachable(self, root: int) -> list[int]:
+        seen, stack, order = {root}, [root], []
+        while stack:
+            key = stack.pop()
+            order.append(key)
+            for target in self.inner.get(key, ()):
+                if target not in seen:
+                    seen.add(target)
+                    stack.append(target)
+        return order
 
 
 # Dialects --------------------------------------------------------------------------------
