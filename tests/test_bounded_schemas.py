@@ -218,7 +218,9 @@ def test_a_long_in_place_chain_is_refused_at_load(
     monkeypatch.setattr(task_schema, "MAX_IN_PLACE_CHAIN", 7)
     chain: dict[str, Any] = {f"a{i}": {"allOf": [{"$ref": f"#/$defs/a{i + 1}"}]} for i in range(3)}
     chain["a3"] = {"type": "string"}
-    assert load(tmp_path, {"$defs": chain, "items": {"$ref": "#/$defs/a0"}})  # 7 in a row: at the bound
+    assert load(
+        tmp_path, {"$defs": chain, "items": {"$ref": "#/$defs/a0"}}
+    )  # 7 in a row: at the bound
     chain["a3"] = {"$ref": "#/$defs/a4"}
     chain["a4"] = {"type": "string"}
     assert refusal(tmp_path, {"$defs": chain, "items": {"$ref": "#/$defs/a0"}}) == [
