@@ -11,6 +11,8 @@ import os
 import shutil
 import signal
 import stat
+import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -20,6 +22,7 @@ import pytest
 from pytest_evalmine.scoring.execution import ExecJob, execute, run_exec_checks
 from pytest_evalmine.suite.loader import NO_GOLD
 
+from .conftest import latest_report
 from .test_sandbox import all_gone, kind, path_without_bwrap, token
 
 __all__ = ["kind", "path_without_bwrap"]  # fixtures
@@ -108,3 +111,62 @@ def test_a_ctrl_c_stops_the_checks_in_flight_and_runs_no_queued_one(
         assert not list(shared.glob("*.end"))  # before: the two in flight ran to their end
     finally:
         shutil.rmtree(shared)
+
+
+RUN_SUITE = """\
+version: 1
+suite: slow
+models: [fake/a]
+tasks:
+  - id: code
+    kind: code
+    prompt: "Write it {{{{ n }}}}"
+    judge: false
+    checks:
+      - exec: {{run: "touch {shared}/$$.start; sleep 20; touch {shared}/$$.end", timeout_s: 60}}
+    cases:
+      - {{id: c1, vars: {{n: 1}}}}
+      - {{id: c2, vars: {{n: 2}}}}
+"""
+
+
+def test_a_ctrl_c_while_execution_checks_run_stops_the_run_with_its_partial_report(
+    pytester: pytest.Pytester, path_without_bwrap: str
+) -> None:
+    """The whole plugin, in a process of its own given SIGINT once both checks run (the
+    fallback, so that a folder both the checks and this test see counts them): it exits as
+    interrupted with its partial report, and the checks in flight were killed, not waited
+    for (before, both ran their 20 s to the end)."""
+    shared = Path(tempfile.mkdtemp(prefix="evalmine-stop-"))
+    shared.chmod(stat.S_IRWXU | stat.S_IRWXG | stat.S_IRWXO | stat.S_ISVTX)
+    pytester.makefile(".eval.yaml", slow=RUN_SUITE.format(shared=shared))
+    log = open(pytester.path / "run.log", "w")  # noqa: SIM115 (closed below)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--evalmine-fake", "-p", "no:cacheprovider"],
+        cwd=pytester.path,
+        env={**os.environ, "PATH": path_without_bwrap},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        for _ in range(6000):
+            if len(list(shared.glob("*.start"))) >= 2 or process.poll() is not None:
+                break
+            threading.Event().wait(0.01)
+        os.kill(process.pid, signal.SIGINT)
+        # a generous bound, only so that a broken stop cannot hang the suite
+        assert process.wait(timeout=120) == pytest.ExitCode.INTERRUPTED
+        assert not list(shared.glob("*.end")), (pytester.path / "run.log").read_text()[-2000:]
+        assert len(list(shared.glob("*.start"))) == 2
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        log.close()
+        shutil.rmtree(shared)
+    output = (pytester.path / "run.log").read_text()
+    assert list(pytester.path.glob("reports/slow/*/report.json")), output[-3000:]
+    report = latest_report(pytester.path, "slow")
+    assert report["partial"] is True, output[-2000:]
+    assert "Traceback" not in output
