@@ -136,7 +136,7 @@ class Limits:
     output_kb: int = 64
     # What one answer may take in all: its runs' wall time, its blocks, and what its runs
     # leave in the check's directory (on the host's disk under either sandbox).
-    answer_timeout_s: float = 30.0
+    answer_timeout_s: float = 30.0  # execution.limits_from: 3 x timeout_s unless set
     max_blocks: int = 8
     disk_mb: int = 64
     max_files: int = 1000
