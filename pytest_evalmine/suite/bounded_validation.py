@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import Any
 
-# One search of one pattern; a Ctrl-C waits for it (the search runs in C).
+# One search of one pattern (``regex``, unlike ``re``, also takes a Ctrl-C during a search).
 PATTERN_TIMEOUT_S = 1.0
 # All the work of checking one answer against its schema.
 SCHEMA_CHECK_TIMEOUT_S = 5.0
