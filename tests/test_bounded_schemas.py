@@ -253,4 +253,3 @@ def test_the_subschema_bound_counts_the_suites_schemas_together(
         "task schema of the suite and the files their $refs name): too large to load and check "
         "answers against in bounded time"
     ]
-
