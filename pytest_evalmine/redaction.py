@@ -255,3 +255,34 @@ def count_redacted(*texts: str | None) -> int:
     """Redacted keys in texts as kept: counted from the texts themselves, so the number is
     the same whichever process (xdist worker, earlier run) redacted them."""
     return sum(text.count(REDACTED) for text in texts if text)
+
+
+# Text from a model or a check reaches terminals and Markdown files: an escape sequence in it
+# would act there (clear the screen, hide text, set the window title, write the clipboard
+# through OSC 52), and a bidirectional override would reorder what is shown. Such characters
+# are shown as escapes instead (``\x1b``, ``\u202e``): the C0 controls (but a newline and a
+# tab, unless the text must stay on one line), DEL, the C1 controls (``\x9b`` is a CSI on
+# its own) and Unicode's bidirectional controls.
+_CONTROL = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_UNPRINTABLE = re.compile(f"[{_CONTROL}]")
+_UNPRINTABLE_LINE = re.compile(f"[{_CONTROL}\t\n]")
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """``text`` with every character that acts on a terminal shown as its escape; with
+    ``one_line``, newlines and tabs too."""
+    pattern = _UNPRINTABLE_LINE if one_line else _UNPRINTABLE
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_escaped, text)
+
+
+_SHORT_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escaped(match: re.Match[str]) -> str:
+    char = match.group(0)
+    if char in _SHORT_ESCAPES:
+        return _SHORT_ESCAPES[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 from .. import __version__, exitcodes
 from ..errors import EvalmineError, PriceError, RefusedError, SuiteError
 from ..options import add_options, ini_data_roots, project_folders, resolve
+from ..redaction import printable
 
 USAGE_ERROR = 4
 SUITE_ERROR = 2  # as pytest reports a suite that does not load: a collection error
@@ -369,9 +370,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"{before.run_id} -> {after.run_id}")
     section = changes_section(changes)
     for line in terminal_section(section, width=100):
-        print(line.text)
+        print(printable(line.text))
     for text in section.detail_lines:
-        print(text)
+        print(printable(text))
     return 0
 
 

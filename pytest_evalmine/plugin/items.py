@@ -15,7 +15,7 @@ import pytest
 
 from ..engine.session import ItemSpec
 from ..errors import EvalmineError
-from ..redaction import redact
+from ..redaction import printable, redact
 from .stash import add_conftest_checks, eval_session
 
 
@@ -112,9 +112,11 @@ class ItemAnswer:
             return
         # The failure text reaches the terminal, junit.xml and the pytest-html page: an
         # expected value quoted from the case's gold may hold a loaded key.
+        # It is shown on a terminal (and pytest's short summary line): no escape sequence of
+        # the answer's or a check's output may act there.
         if record.error:
-            pytest.fail(redact(f"{record.outcome}: {record.error}"), pytrace=False)
-        pytest.fail(redact(failure_text(record)), pytrace=False)
+            pytest.fail(printable(redact(f"{record.outcome}: {record.error}")), pytrace=False)
+        pytest.fail(printable(redact(failure_text(record))), pytrace=False)
 
 
 def failure_text(record: Any) -> str:

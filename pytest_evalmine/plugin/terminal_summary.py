@@ -48,10 +48,10 @@ def compact_failure(record: Any) -> list[str]:
     expected and got values (and the names of any other failed checks), then the answer's
     tail on one line. An item that failed without checks (not sent: the cap, a replay miss)
     is its outcome and why."""
-    from ..redaction import redact  # only when a failure is shown: off the plugin's import
+    from ..redaction import printable, redact  # only when a failure is shown: off the import
 
     if record.error:
-        return [redact(f"{record.outcome}: {record.error}")]
+        return [printable(redact(f"{record.outcome}: {record.error}"), one_line=True)]
     failed = [check for check in record.checks if not check["passed"]]
     lines = []
     if failed:
@@ -71,7 +71,7 @@ def compact_failure(record: Any) -> list[str]:
     text = " ".join((record.text or "").split())
     tail = text[-TAIL_CHARACTERS:]
     lines.append(f'answer ends: "{tail}"' if tail == text else f'answer ends: "...{tail}"')
-    return [redact(line) for line in lines]
+    return [printable(redact(line), one_line=True) for line in lines]
 
 
 def _quotes(message: str, value: str) -> bool:
@@ -158,9 +158,11 @@ def write_summary(terminalreporter: Any, lines: list[Any] | None) -> None:
     """The evalmine section: every suite's summary (kept at session finish)."""
     if not lines:
         return
+    from .redaction import printable
+
     terminalreporter.section("evalmine")
     for line in lines:
-        terminalreporter.write_line(line.text, **MARKUP.get(line.style, {}))
+        terminalreporter.write_line(printable(line.text), **MARKUP.get(line.style, {}))
 
 
 def write_blocks(terminalreporter: Any, reports: list[Any], one_line: bool) -> None:

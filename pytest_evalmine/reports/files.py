@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from ..judging.headline import DAGGER
-from ..redaction import redact
+from ..redaction import printable, redact
 from ..run.records import AnswerRecord
 from .html_page import html_pieces
 from .render import markdown_table, money
@@ -178,7 +178,9 @@ def render_markdown(summary: RunSummary) -> str:
     lines += ["## How to reproduce", "", "```", summary.command, "```", ""]
     lines += ["## Decision log entry (paste into DECISIONS.md and complete)", ""]
     lines += decision_entry(summary)
-    return "\n".join(lines) + "\n"
+    # Answers and check output are quoted in it: nothing of theirs may act on a terminal
+    # that shows the file (cat report.md).
+    return printable("\n".join(lines) + "\n")
 
 
 def _markdown_section(section: Section) -> list[str]:

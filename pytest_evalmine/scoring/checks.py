@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..suite.bounded_validation import SchemaCheckTimeout, bounded_check
 from ..suite.refs import SchemaRefs, offline_validator
 
 ANSWER_CHECKS = ("answer", "parse", "schema")
@@ -102,7 +103,12 @@ def check_answer(
     from jsonschema.exceptions import best_match
 
     try:
-        error = best_match(offline_validator(schema, refs).iter_errors(parsed))
+        with bounded_check():
+            error = best_match(offline_validator(schema, refs).iter_errors(parsed))
+    except SchemaCheckTimeout as exc:
+        message = f"{exc}: not decided, counted as failed"
+        checks.append(Check("schema", False, message))
+        return CheckResult(tuple(checks), parsed)
     except Exception as exc:  # incl. RecursionError: a paid answer's report must be written
         message = f"the schema could not be checked: {type(exc).__name__}: {exc}"
         checks.append(Check("schema", False, message[:300]))

@@ -7,9 +7,11 @@ execution checks run at once, on a bounded pool of threads, after the answers ar
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from typing import Any
 
 from ..suite.loader import NO_GOLD
 from .checks import Check
-from .sandbox import Limits, RunResult, check_sandbox, sandbox_env
+from .sandbox import STOPPING, CheckSandbox, Limits, RunResult, check_sandbox, sandbox_env
 
 FENCE = re.compile(r"```([A-Za-z0-9_+-]*)[ \t]*\r?\n(.*?)```", re.DOTALL)
 EXTENSIONS = {
@@ -26,6 +28,8 @@ EXTENSIONS = {
     "rust": "rs", "c": "c", "cpp": "cpp", "c++": "cpp", "java": "java", "sql": "sql",
 }  # fmt: skip
 WORKERS = max(1, min(4, os.cpu_count() or 1))
+# answer_timeout_s, unless the check sets it: this many runs of timeout_s.
+ANSWER_RUNS = 3
 
 
 @dataclass(frozen=True)
@@ -46,20 +50,34 @@ def code_blocks(text: str) -> list[tuple[str, str]]:
 
 def limits_from(options: Mapping[str, Any]) -> Limits:
     defaults = Limits()
+    timeout_s = float(options.get("timeout_s", defaults.timeout_s))
     return Limits(
-        timeout_s=float(options.get("timeout_s", defaults.timeout_s)),
+        timeout_s=timeout_s,
         cpu_s=int(options.get("cpu_s", defaults.cpu_s)),
         memory_mb=int(options.get("memory_mb", defaults.memory_mb)),
         file_mb=int(options.get("file_mb", defaults.file_mb)),
         max_procs=int(options.get("max_procs", defaults.max_procs)),
         output_kb=int(options.get("output_kb", defaults.output_kb)),
+        # a larger timeout_s of the suite's own keeps its meaning: three runs' worth
+        answer_timeout_s=float(options.get("answer_timeout_s", ANSWER_RUNS * timeout_s)),
+        max_blocks=int(options.get("max_blocks", defaults.max_blocks)),
+        disk_mb=int(options.get("disk_mb", defaults.disk_mb)),
+        max_files=int(options.get("max_files", defaults.max_files)),
     )
 
 
 def execute(job: ExecJob) -> Check:
     """Setup (when given), then the ``run`` command once per code block with ``$ANSWER`` the
-    block's file, all in one sandbox (one fresh directory) removed afterwards."""
+    block's file, all in one sandbox (one fresh directory) removed afterwards. The answer's
+    runs share ``answer_timeout_s``: each gets the smaller of its ``timeout_s`` and what is
+    left; an answer of more than ``max_blocks`` blocks runs none."""
     limits = limits_from(job.options)
+    blocks = code_blocks(job.text)
+    if len(blocks) > limits.max_blocks:
+        return _not_run(
+            f"{len(blocks)} code blocks, more than max_blocks {limits.max_blocks}: none run"
+        )
+    deadline = time.monotonic() + limits.answer_timeout_s
     with check_sandbox() as box:
         extra = {"ANSWER_TEXT": str(box.write_file("answer.txt", job.text))}
         if job.reference is not NO_GOLD:
@@ -69,20 +87,70 @@ def execute(job: ExecJob) -> Check:
         runs: list[dict[str, Any]] = []
         setup = job.options.get("setup")
         if setup:
-            result = box.run(str(setup), limits, env)
-            runs.append({"block": "setup", **result.summary()})
+            result, ended = _run_within(box, str(setup), limits, env, deadline, "setup", runs)
+            if ended is not None:
+                return ended
             if not result.passed:
                 return _verdict(result, "setup", runs)
-        blocks = code_blocks(job.text)
         for number, (extension, code) in enumerate(blocks, start=1):
             path = box.write_file(f"answer_{number}.{extension}", code)
-            result = box.run(str(job.options["run"]), limits, {**env, "ANSWER": str(path)})
-            runs.append({"block": number, **result.summary()})
+            which = f"block {number} of {len(blocks)}"
+            result, ended = _run_within(
+                box, str(job.options["run"]), limits, {**env, "ANSWER": str(path)}, deadline,
+                which, runs, block=number,
+            )  # fmt: skip
+            if ended is not None:
+                return ended
         return _verdict(result, f"block {len(blocks)} of {len(blocks)}", runs)
 
 
+def _run_within(
+    box: CheckSandbox,
+    command: str,
+    limits: Limits,
+    env: Mapping[str, str],
+    deadline: float,
+    which: str,
+    runs: list[dict[str, Any]],
+    block: Any = "setup",
+) -> tuple[RunResult, Check | None]:
+    """One run, given the smaller of its ``timeout_s`` and the answer's time left; the
+    check's verdict as well when the answer ends here (its time ran out, or the run was
+    stopped)."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        why = (
+            f"the answer's {limits.answer_timeout_s:g} s (answer_timeout_s) ran out before {which}"
+        )
+        return _empty_run(), _not_run(why, runs)
+    cut = left < limits.timeout_s
+    result = box.run(
+        command, dataclasses.replace(limits, timeout_s=min(limits.timeout_s, left)), env
+    )
+    runs.append({"block": block, **result.summary()})
+    if result.timed_out and cut:
+        return result, _verdict(
+            result, f"{which}; the answer's {limits.answer_timeout_s:g} s ran out", runs
+        )
+    if result.stopped:
+        return result, _verdict(result, which, runs)
+    return result, None
+
+
+def _empty_run() -> RunResult:
+    return RunResult(None, False, "", "", False, 0.0, False)
+
+
+def _not_run(why: str, runs: list[dict[str, Any]] | None = None) -> Check:
+    return Check(
+        "exec", False, why, score=0.0, expected="exit 0", got="not run", runs=tuple(runs or ())
+    )
+
+
 def _verdict(result: RunResult, which: str, runs: list[dict[str, Any]]) -> Check:
-    if result.timed_out:
+    if result.stopped:
+        got, why = "stopped", f"stopped: {result.stopped} ({which})"
+    elif result.timed_out:
         got, why = "timed out", f"timed out ({which})"
     else:
         got = f"exit {result.exit_code}"
@@ -104,5 +172,15 @@ def run_exec_checks(jobs: Sequence[ExecJob], workers: int = WORKERS) -> dict[Any
     """Every job on a pool of at most ``workers`` threads; results by job key."""
     if not jobs:
         return {}
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evalmine-exec") as pool:
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evalmine-exec")
+    try:
         return dict(zip((job.key for job in jobs), pool.map(execute, jobs), strict=True))
+    except KeyboardInterrupt:
+        # A Ctrl-C stops every run now (each sandbox is still cleaned up) instead of waiting
+        # for the checks in flight and the queue: up to their timeouts, answer after answer.
+        STOPPING.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        STOPPING.clear()

@@ -13,6 +13,14 @@ from .checkers import BUILTIN, CheckerInfo, CheckInput, validate_check
 from .checks import Check, CheckResult, check_answer
 
 EXEC = "exec"
+NOT_EXECUTED = Check(
+    EXEC,
+    False,
+    "not run: the run was interrupted (Ctrl-C) before this answer's execution check ran",
+    score=0.0,
+    expected="exit 0",
+    got="not run",
+)
 
 
 def score_answer(
@@ -38,7 +46,8 @@ def score_answer(
     results = list(base.checks)
     for index, spec in enumerate(checks):
         if spec.name == EXEC:
-            results.append((executed or {})[index])
+            # None only when a Ctrl-C stopped the execution checks before this one ran
+            results.append((executed or {}).get(index) or NOT_EXECUTED)
             continue
         inp = CheckInput(
             text=text,

@@ -128,12 +128,46 @@ for _ in range(1000):
 
 @dataclass(frozen=True)
 class Limits:
-    timeout_s: float = 10.0
+    timeout_s: float = 10.0  # one run (setup, or one block)
     cpu_s: int = 10
     memory_mb: int = 1024
     file_mb: int = 16
     max_procs: int = 64
     output_kb: int = 64
+    # What one answer may take in all: its runs' wall time, its blocks, and what its runs
+    # leave in the check's directory (on the host's disk under either sandbox).
+    answer_timeout_s: float = 30.0  # execution.limits_from: 3 x timeout_s unless set
+    max_blocks: int = 8
+    disk_mb: int = 64
+    max_files: int = 1000
+
+
+# How often a run's directory is measured while it runs (a run wrote 450 MB and 20,000 files
+# in 2.2 s), and set when a Ctrl-C asks every run to stop now.
+DISK_POLL_S = 0.05
+STOPPING = threading.Event()
+
+
+def directory_usage(folder: Path, max_files: int) -> tuple[int, int]:
+    """(bytes, entries) under ``folder``, counting no further than ``max_files`` + 1
+    entries; a folder or file that vanishes meanwhile is skipped."""
+    size = entries = 0
+    pending = [str(folder)]
+    while pending and entries <= max_files:
+        try:
+            listing = list(os.scandir(pending.pop()))
+        except OSError:
+            continue
+        for entry in listing:
+            entries += 1
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                else:
+                    size += entry.stat(follow_symlinks=False).st_blocks * 512
+            except OSError:
+                continue
+    return size, entries
 
 
 @dataclass(frozen=True)
@@ -146,6 +180,9 @@ class RunResult:
     duration_s: float
     network_isolated: bool
     sandbox: str = RESOURCE_LIMITS  # BUBBLEWRAP or RESOURCE_LIMITS
+    # Why the run was stopped before it ended of itself, besides its timeout: the check's
+    # directory over ``disk_mb``/``max_files``, or a Ctrl-C.
+    stopped: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -161,6 +198,7 @@ class RunResult:
             "truncated": self.truncated,
             "duration_s": round(self.duration_s, 3),
             "sandbox": self.sandbox,
+            "stopped": self.stopped,
         }
 
 
@@ -348,7 +386,7 @@ class CheckSandbox:
         readers = [_CappedReader(process.stdout, cap), _CappedReader(process.stderr, cap)]
         for reader in readers:
             reader.start()
-        exited = _wait_unreaped(process.pid, deadline)
+        exited, stopped = _wait_unreaped(process.pid, deadline, self.workdir, limits)
         ended = time.monotonic()
         # Whether it ended or timed out: every process left in its group dies now (the leader
         # is not reaped yet, so the group id cannot have been reused). Under bubblewrap the
@@ -365,10 +403,12 @@ class CheckSandbox:
         until = deadline if exited else time.monotonic() + KILL_GRACE_S
         for reader in readers:
             reader.join(max(0.0, until - time.monotonic()))
-        timed_out = not exited or any(reader.is_alive() for reader in readers)
+        timed_out = stopped is None and (not exited or any(reader.is_alive() for reader in readers))
+        if stopped is None:
+            stopped = _disk_problem(self.workdir, limits)  # what the last moments wrote
         out, err = readers
         return RunResult(
-            exit_code=None if timed_out else code,
+            exit_code=None if timed_out or stopped else code,
             timed_out=timed_out,
             stdout=out.text(),
             stderr=err.text(),
@@ -377,6 +417,7 @@ class CheckSandbox:
             duration_s=(time.monotonic() if timed_out else ended) - started,
             network_isolated=network_isolated,
             sandbox=self.kind,
+            stopped=stopped,
         )
 
     def bwrap_argv(self, command: str, limits: Limits) -> tuple[list[str], list[int]]:
@@ -602,12 +643,33 @@ class _CappedReader(threading.Thread):
         return self.kept.decode("utf-8", errors="replace")
 
 
-def _wait_unreaped(pid: int, deadline: float) -> bool:
-    """Wait until ``pid`` exits (leaving it unreaped) or the deadline passes; True if it
-    exited."""
+def _wait_unreaped(
+    pid: int, deadline: float, workdir: Path, limits: Limits
+) -> tuple[bool, str | None]:
+    """Wait until ``pid`` exits (leaving it unreaped), the deadline passes, the check's
+    directory outgrows its limits or a Ctrl-C asks every run to stop: (exited, why it was
+    stopped)."""
+    measured = time.monotonic()
     while True:
         if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-            return True
-        if time.monotonic() >= deadline:
-            return False
+            return True, None
+        now = time.monotonic()
+        if STOPPING.is_set():
+            return False, "interrupted"
+        if now - measured >= DISK_POLL_S:
+            measured = now
+            problem = _disk_problem(workdir, limits)
+            if problem is not None:
+                return False, problem
+        if now >= deadline:
+            return False, None
         time.sleep(POLL_S)
+
+
+def _disk_problem(workdir: Path, limits: Limits) -> str | None:
+    size, entries = directory_usage(workdir, limits.max_files)
+    if entries > limits.max_files:
+        return f"wrote over {limits.max_files} files (max_files)"
+    if size > limits.disk_mb * 1024 * 1024:
+        return f"wrote over {limits.disk_mb} MB (disk_mb)"
+    return None

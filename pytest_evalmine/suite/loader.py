@@ -40,7 +40,7 @@ from .reading import (
     resolve_file,
 )
 from .refs import SchemaRefs
-from .task_schema import check_task_schema
+from .task_schema import SchemaBudget, check_task_schema
 from .template import Template, parse_template
 from .variants import missing_variant_problem, split_contender
 
@@ -604,6 +604,7 @@ def _inline_files(
     """
     base = path.parent
     sources = _Sources()
+    budget = SchemaBudget()  # the size bounds hold for the suite's task schemas together
     tasks = [dict(task) for task in document["tasks"]]
     document["tasks"] = tasks
     for index, task in enumerate(tasks):
@@ -638,7 +639,7 @@ def _inline_files(
         if "schema" in task:
             schema_where = "$" if schema_file != path else f"{where}.schema"
             checked = check_task_schema(
-                task["schema"], schema_file, schema_shown, schema_where, base, problems
+                task["schema"], schema_file, schema_shown, schema_where, base, problems, budget
             )
             if checked is not None:
                 task["schema"], refs = checked

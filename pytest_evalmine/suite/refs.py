@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urljoin, urlsplit
 
+from .bounded_validation import bounded_validator
 from .reading import Problems, clip, parse_json, quoted, read_text, resolve_file
 
 MAX_REF_DEPTH = 8
@@ -30,6 +31,8 @@ class SchemaRefs:
 
     root_uri: str
     documents: tuple[tuple[str, Any], ...]
+    # How problems name each referenced file (by URI), as the suite's other files are named.
+    shown: tuple[tuple[str, str], ...] = field(default=(), compare=False)
 
     def registry(self) -> Any:
         from referencing import Registry, Resource
@@ -41,20 +44,18 @@ class SchemaRefs:
         )
 
     def validator(self) -> Any:
-        """A validator that resolves references only among ``documents``, never remotely."""
-        from jsonschema import Draft202012Validator
-
-        return Draft202012Validator({"$ref": self.root_uri}, registry=self.registry())
+        """A validator that resolves references only among ``documents``, never remotely,
+        its work bounded inside ``bounded_validation.bounded_check``."""
+        return bounded_validator({"$ref": self.root_uri}, self.registry())
 
 
 def offline_validator(schema: dict[str, Any], refs: SchemaRefs | None = None) -> Any:
     """The validator for an answer check: the suite's own files, no network."""
     if refs is not None:
         return refs.validator()
-    from jsonschema import Draft202012Validator
     from referencing import Registry
 
-    return Draft202012Validator(schema, registry=Registry())  # type: ignore[call-arg]
+    return bounded_validator(schema, Registry())
 
 
 def collect_refs(
@@ -73,6 +74,7 @@ def collect_refs(
     before = len(problems.found)
     root_base = urljoin(schema_file.resolve().as_uri(), str(schema.get("$id", "")))
     documents: dict[str, Any] = {root_base.partition("#")[0]: schema}
+    names: dict[str, str] = {}
     pending = [(schema, schema_file, root_base, shown, where, 0)]
     references: list[tuple[str, str, str, str]] = []
     while pending:
@@ -120,10 +122,11 @@ def collect_refs(
             if check_document is not None and not check_document(content, ref_shown):
                 continue
             documents[uri] = content
+            names[uri] = ref_shown
             pending.append((content, path, uri, ref_shown, "$", depth + 1))
     if len(problems.found) > before:
         return None
-    refs = SchemaRefs(root_base.partition("#")[0], tuple(documents.items()))
+    refs = SchemaRefs(root_base.partition("#")[0], tuple(documents.items()), tuple(names.items()))
     _check_resolvable(refs, references, shown, where, problems)
     return None if len(problems.found) > before else refs
 

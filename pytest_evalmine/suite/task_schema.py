@@ -22,36 +22,29 @@ from urllib.parse import unquote, urljoin
 
 from .reading import Problems, clip, path_key, quoted
 from .refs import SchemaRefs, collect_refs
+from .schema_loops import find_in_place_loop
+from .schema_walk import subschemas
 
 DEFAULT_DIALECT = "https://json-schema.org/draft/2020-12/schema"
-# Subschema positions, by the shape of the keyword's value.
-_ONE_SCHEMA = (
-    "additionalProperties",
-    "additionalItems",
-    "not",
-    "if",
-    "then",
-    "else",
-    "contains",
-    "propertyNames",
-    "unevaluatedItems",
-    "unevaluatedProperties",
-    "contentSchema",
-)
-_SCHEMA_MAPS = (
-    "properties",
-    "patternProperties",
-    "$defs",
-    "definitions",
-    "dependentSchemas",
-    "dependencies",
-)
-_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
 # The satisfiability analysis gives up (and accepts) past this many steps: it only refuses
 # what it has shown, so a schema too large to finish is loaded and checked per answer.
 MAX_ANALYSIS_STEPS = 200_000
 # Subschemas an explanation follows before it names the place it got to (Python's recursion).
 MAX_EXPLAINED_STEPS = 100
+# The work of loading a schema is bounded by its size, not only by its bytes: the metaschema
+# check costs about a millisecond a subschema (a 13 MB schema took minutes). Counted over
+# every task schema of a suite and the files their $refs name.
+MAX_SUBSCHEMAS = 5_000
+MAX_SCHEMA_VALUES = 100_000
+
+
+@dataclass
+class SchemaBudget:
+    """What a suite's task schemas have used of ``MAX_SUBSCHEMAS`` and
+    ``MAX_SCHEMA_VALUES``."""
+
+    subschemas: int = 0
+    values: int = 0
 
 
 @dataclass(frozen=True)
@@ -68,11 +61,19 @@ class Dialect:
 
 
 def check_task_schema(
-    value: Any, schema_file: Path, shown: str, where: str, suite_dir: Path, problems: Problems
+    value: Any,
+    schema_file: Path,
+    shown: str,
+    where: str,
+    suite_dir: Path,
+    problems: Problems,
+    budget: SchemaBudget | None = None,
 ) -> tuple[dict[str, Any], SchemaRefs | None] | None:
     """The schema to keep (``true`` becomes ``{}``) and the files its ``$ref``s name; None
     with problems added when it is refused. ``where`` is the schema's own path (``$`` in a
-    schema file, ``$.tasks[0].schema`` inline); problems inside it extend that path."""
+    schema file, ``$.tasks[0].schema`` inline); problems inside it extend that path.
+    ``budget``: what the suite's other task schemas used of the size bounds."""
+    budget = budget if budget is not None else SchemaBudget()
     if value is True:
         return {}, None
     if value is False:
@@ -84,14 +85,14 @@ def check_task_schema(
         )
         return None
     dialect = dialect_of(value, shown, where, problems)
-    if dialect is None or not check_schema_document(value, dialect, shown, where, problems):
+    if dialect is None or not check_schema_document(value, dialect, shown, where, problems, budget):
         return None
 
     def check_referenced(document: dict[str, Any], document_shown: str) -> bool:
         # a file a $ref names is a schema too, of the task schema's dialect unless it says
         named = dialect_of(document, document_shown, "$", problems, default=dialect.uri)
         return named is not None and check_schema_document(
-            document, named, document_shown, "$", problems
+            document, named, document_shown, "$", problems, budget
         )
 
     refs = collect_refs(value, schema_file, shown, where, suite_dir, problems, check_referenced)
@@ -101,6 +102,10 @@ def check_task_schema(
     if unsatisfiable is not None:
         inside, problem = unsatisfiable
         problems.add(shown, where + inside.removeprefix("$"), problem)
+        return None
+    in_place = find_in_place_loop(refs, dialect, _dialect, shown, where)
+    if in_place is not None:
+        problems.add(*in_place)
         return None
     return value, refs
 
@@ -127,12 +132,22 @@ def dialect_of(
 
 
 def check_schema_document(
-    schema: dict[str, Any], dialect: Dialect, shown: str, where: str, problems: Problems
+    schema: dict[str, Any],
+    dialect: Dialect,
+    shown: str,
+    where: str,
+    problems: Problems,
+    budget: SchemaBudget | None = None,
 ) -> bool:
-    """The schema against its dialect's metaschema, then every key of every subschema a
-    keyword of the dialect; True when nothing was wrong (problems added otherwise)."""
+    """The schema within the size bounds, against its dialect's metaschema, then every key
+    of every subschema a keyword of the dialect; True when nothing was wrong (problems added
+    otherwise)."""
     from jsonschema.exceptions import SchemaError
 
+    too_large = _over_budget(schema, dialect, budget if budget is not None else SchemaBudget())
+    if too_large:
+        problems.add(shown, where, too_large)
+        return False
     try:
         dialect.validator.check_schema(schema)
     except SchemaError as exc:
@@ -149,38 +164,40 @@ def check_schema_document(
     return len(problems.found) == before
 
 
-def subschemas(schema: Any, dialect: Dialect) -> list[tuple[Any, str]]:
-    """Every subschema of ``schema`` (itself first) with its path, ``$`` the root; values of
-    data keywords (``enum``, ``const``, ``default``, ...) are not schemas and are skipped."""
-    found: list[tuple[Any, str]] = []
-    stack: list[tuple[Any, str]] = [(schema, "$")]
-    while stack:
-        node, path = stack.pop()
-        found.append((node, path))
-        if isinstance(node, dict):
-            stack.extend(reversed(list(_children(node, path, dialect))))
-    return found
+def _over_budget(schema: Any, dialect: Dialect, budget: SchemaBudget) -> str | None:
+    """Why ``schema`` does not fit what is left of ``budget`` (None: it fits, and is added)."""
+    left = MAX_SCHEMA_VALUES - budget.values
+    values = _count_values(schema, left + 1)
+    if values > left:
+        return (
+            f"the schema holds over {left:,} JSON values ({MAX_SCHEMA_VALUES:,} at most, "
+            "counting every task schema of the suite and the files their $refs name): "
+            "too large to load and check answers against in bounded time"
+        )
+    found = len(subschemas(schema, dialect))
+    if budget.subschemas + found > MAX_SUBSCHEMAS:
+        return (
+            f"the schema has {found:,} subschemas ({MAX_SUBSCHEMAS:,} at most, counting every "
+            "task schema of the suite and the files their $refs name): too large to load and "
+            "check answers against in bounded time"
+        )
+    budget.values += values
+    budget.subschemas += found
+    return None
 
 
-def _children(node: dict[str, Any], path: str, dialect: Dialect) -> list[tuple[Any, str]]:
-    children: list[tuple[Any, str]] = []
-    for key, value in node.items():
-        if key not in dialect.keywords:
-            continue
-        at = f"{path}.{path_key(key)}"
-        if (key == "items" and isinstance(value, list)) or key in _SCHEMA_LISTS:
-            if isinstance(value, list):
-                children.extend((item, f"{at}[{i}]") for i, item in enumerate(value))
-        elif key in _ONE_SCHEMA or key == "items":
-            children.append((value, at))
-        elif key in _SCHEMA_MAPS and isinstance(value, dict):
-            children.extend(
-                (item, f"{at}.{path_key(name)}")
-                for name, item in value.items()
-                # ``dependencies`` also maps names to lists of names, which are not schemas
-                if isinstance(item, (dict, bool))
-            )
-    return children
+def _count_values(value: Any, stop_at: int) -> int:
+    """How many JSON values ``value`` holds (itself included), counting no further than
+    ``stop_at``."""
+    count, stack = 0, [value]
+    while stack and count < stop_at:
+        item = stack.pop()
+        count += 1
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return count
 
 
 # Dialects --------------------------------------------------------------------------------
