@@ -158,7 +158,7 @@ def write_summary(terminalreporter: Any, lines: list[Any] | None) -> None:
     """The evalmine section: every suite's summary (kept at session finish)."""
     if not lines:
         return
-    from .redaction import printable
+    from ..redaction import printable
 
     terminalreporter.section("evalmine")
     for line in lines:
