@@ -352,14 +352,17 @@ def test_a_429_burst_backs_off_and_loses_nothing(tmp_path: Path) -> None:
 
 
 def test_merged_concurrency_of_answers_and_judge() -> None:
-    answers = {"local": {"mode": "adaptive", "min": 1, "max": 4, "final": 2, "backoffs": 3}}
+    answers = {
+        "local": {"mode": "adaptive", "min": 1, "max": 4, "final": 2, "backoffs": 3, "capacity": 3}
+    }
     judge = {
-        "local": {"mode": "adaptive", "min": 2, "max": 8, "final": 8, "backoffs": 1},
+        "local": {"mode": "adaptive", "min": 2, "max": 8, "final": 8, "backoffs": 1, "capacity": 8},
         "fake": {"mode": "fixed", "min": 8, "max": 8, "final": 8, "backoffs": 0},
     }
+    # The narrowest capacity: the judge started at the answers' last width, unproven.
     assert merged_concurrency([answers, judge]) == {
         "fake": {"mode": "fixed", "min": 8, "max": 8, "final": 8, "backoffs": 0},
-        "local": {"mode": "adaptive", "min": 1, "max": 8, "final": 8, "backoffs": 4},
+        "local": {"mode": "adaptive", "min": 1, "max": 8, "final": 8, "backoffs": 4, "capacity": 3},
     }
     assert concurrency_line(merged_concurrency([answers, judge])) == (
         "concurrency: fake 8 (fixed), local 1-8 (final 8, 4 back-offs)"

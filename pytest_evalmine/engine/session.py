@@ -450,12 +450,13 @@ class EvalSession:
         return batch.to_json() if batch is not None else None
 
     def latency_widths(self, models: Iterable[str]) -> dict[str, int]:
-        """Per model whose provider's capacity this process knows (the widest over its
-        dispatchers): the width its scorecard latency is taken within."""
+        """Per model whose provider's capacity this process knows: the width its scorecard
+        latency is taken within. The narrowest over the dispatchers (the judge's starts at
+        the answers' last width, which may be wider than they proved)."""
         known: dict[str, int] = {}
         for dispatcher in self.dispatchers:
             for provider, width in dispatcher.latency_widths().items():
-                known[provider] = max(width, known.get(provider, width))
+                known[provider] = min(width, known.get(provider, width))
         provider_for = self.default_registry().provider_for
         return {model: known[p] for model in models if (p := provider_for(model)) in known}
 

@@ -11,14 +11,14 @@ it with scripted latencies):
   (``known``); only a server nothing is known about slow-starts from 1, doubling each
   round while latency stays flat (a first wave at the ceiling would already sit in a one-slot
   server's queue before any answer came back);
-- a round is as many answers as the width, of calls sent at that width; its latency is their
-  upper median (one long answer is not a queue), compared with the best round at a lower
-  width (the provider's first answer is in no round: it carries the connection's set-up and
-  the server's cold start, and as a baseline would hide the queue behind it);
-- two rounds in a row at one width whose latency rose (the upper median by ``QUEUE_RATIO``,
-  or at a width never proven flat the mean by ``RISE_RATIO``; each by more than
-  ``QUEUE_SLACK_S``) say the extra calls waited in the server's queue: the width goes back
-  to the widest proven flat and probing stops below it (``cap``) for the rest of the run;
+- a round is as many answers as the width, of calls sent at that width; its latency is
+  compared with the best round at the next lower width measured (the provider's first answer
+  is in no round: it carries the connection's set-up and the server's cold start, and as a
+  baseline would hide the queue behind it);
+- two rounds in a row at one width whose mean latency rose by more than ``QUEUE_SHARE`` of
+  the width's growth (and by more than ``QUEUE_SLACK_S``) say the extra calls waited in the
+  server's queue: the width goes back to the widest proven flat and probing stops below it
+  (``cap``) for the rest of the run (one long answer rises one round, not two);
 - a 429/503 or a timeout halves the width (a back-off); a flat round at full width proves
   it and adds 1 up to the cap; never below 1;
 - the provider's rate-limit headers (``sized``) bound the width by the requests and tokens
@@ -42,12 +42,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-# A round whose latency grew by more than this factor over the best at a lower width means
-# the extra calls waited in the server's queue (a server with spare slots answers as fast).
-QUEUE_RATIO = 1.5
-# A smaller rise at a width being probed: one slot too many (5 calls on 4 slots wait a
-# quarter longer and finish no sooner); confirmed by a second round before it stops probing.
-RISE_RATIO = 1.15
+# A round whose mean latency grew by more than this share of its width's growth over the
+# next lower width (doubling: 1.4x; one more than 4: 1.1x) means the extra calls waited in
+# the server's queue: 5 calls on 4 slots wait a quarter longer and finish no sooner.
+QUEUE_SHARE = 0.4
 # ... and by more than this much: loopback and cached answers take milliseconds, whose jitter
 # alone can double them.
 QUEUE_SLACK_S = 0.03
@@ -93,7 +91,7 @@ class ConcurrencyLimiter:
     # How many calls the provider's rate-limit headers say it still takes (None: no headers).
     headroom: int | None = field(default=None, init=False)
     _slow_start: bool = field(init=False)
-    # A width whose round rose by less than QUEUE_RATIO once: a second such round confirms.
+    # A width whose round's latency rose once: a second such round in a row confirms it.
     _suspect: int | None = field(default=None, init=False)
     _round: list[float] = field(default_factory=list, init=False)
     # Calls of this round sent and not yet returned: the server's view of the width, which
@@ -102,9 +100,8 @@ class ConcurrencyLimiter:
     _round_out: int = field(default=0, init=False)
     # Whether this round's calls were out at the full width at once: only then may it grow.
     _round_full: bool = field(default=False, init=False)
-    # The best round latency (upper median, mean) seen at each width.
+    # The best round latency (mean) seen at each width.
     _best: dict[int, float] = field(default_factory=dict, init=False)
-    _best_mean: dict[int, float] = field(default_factory=dict, init=False)
     _warmed_up: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
@@ -170,19 +167,20 @@ class ConcurrencyLimiter:
         if len(self._round) < self.limit:
             return
         width = self.limit
-        # The upper median: one long answer is not a queue. The mean: a queue that holds one
-        # call of each round (5 calls on 4 slots) shows in it, never in the median.
-        queue = self._rise(self._best, width, statistics.median_high(self._round))
-        rise = self._rise(self._best_mean, width, statistics.fmean(self._round))
-        rose = queue > QUEUE_RATIO or (width > self.proven and rise > RISE_RATIO)
+        lower, rise = self._rise(width, statistics.fmean(self._round))
+        # Throughput is width over latency (Little's law): when more than QUEUE_SHARE of the
+        # width's growth went into latency, the extra calls bought little, they waited in
+        # the server's queue (a loaded client's own delays grow far less with the width).
+        rose = lower is not None and rise > 1 + QUEUE_SHARE * (width / lower - 1)
         if rose and self._suspect == width:
             # Latency rose with the width, twice: the server serves fewer at once. Probing
             # stops below this width for the rest of the run (no sawtooth of probes and
             # back-offs, each a round of answers that measured the queue).
             self.backoffs += 1
             self._slow_start = False
+            assert lower is not None
             self.cap = max(1, min(self.cap, width - 1))
-            self.proven = min(self.proven, self.cap)
+            self.proven = min(self.proven, lower)  # back to the width it rose from
             self._set(max(1, self.proven))
         elif rose:
             # Once may be chance (a loaded machine, one long answer): a second round at this
@@ -198,15 +196,19 @@ class ConcurrencyLimiter:
         else:
             self._set(width)
 
-    def _rise(self, best: dict[int, float], width: int, latency: float) -> float:
-        """How much ``latency`` (a round's at ``width``) grew over the best round at a lower
-        width (1.0: not measurably); it enters ``best``."""
-        lower = [seen for at, seen in best.items() if at < width]
-        baseline = min(lower) if lower else None
-        best[width] = min(latency, best.get(width, math.inf))
+    def _rise(self, width: int, latency: float) -> tuple[int | None, float]:
+        """The next lower width measured, and how much ``latency`` (a round's mean at
+        ``width``) grew over its best round (1.0: not measurably); it enters ``_best``. The
+        next lower, not the lowest: a loaded client's own delays grow a little with every
+        doubling, and summed over a slow start they would look like a queue that no single
+        step shows."""
+        below = [at for at in self._best if at < width]
+        lower = max(below) if below else None
+        baseline = self._best[lower] if lower is not None else None
+        self._best[width] = min(latency, self._best.get(width, math.inf))
         if baseline is None or latency - baseline <= QUEUE_SLACK_S:
-            return 1.0
-        return latency / baseline
+            return lower, 1.0
+        return lower, latency / baseline
 
     def overloaded(self, attempt: Attempt) -> None:
         """A call sent at ``attempt`` was refused for load (429/503) or timed out."""
@@ -272,7 +274,8 @@ class ConcurrencyLimiter:
 def merged_concurrency(used: Iterable[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """Several dispatchers' ``concurrency_used`` (the answers', the judge's), in the order
     they were built: per provider the lowest and highest width, the last one's final width
-    and mode, every back-off, and the widest capacity found."""
+    and mode, every back-off, and the narrowest capacity found (the scorecard's latency is
+    taken within it: ``Session.latency_widths``)."""
     merged: dict[str, dict[str, Any]] = {}
     for one in used:
         for provider, row in one.items():
@@ -285,7 +288,7 @@ def merged_concurrency(used: Iterable[dict[str, dict[str, Any]]]) -> dict[str, d
             seen["final"], seen["mode"] = row["final"], row["mode"]
             seen["backoffs"] += row["backoffs"]
             if "capacity" in row:
-                seen["capacity"] = max(seen.get("capacity", 0), row["capacity"])
+                seen["capacity"] = min(seen.get("capacity", row["capacity"]), row["capacity"])
     return {provider: merged[provider] for provider in sorted(merged)}
 
 
