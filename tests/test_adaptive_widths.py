@@ -93,8 +93,8 @@ def test_a_one_slot_server_costs_one_back_off_not_one_per_probe() -> None:
     limiter = ConcurrencyLimiter(ceiling=8)
     seen = simulate(limiter, slots=1, service_s=0.2, calls=40)
     assert (limiter.backoffs, limiter.capacity, limiter.limit) == (1, 1, 1)
-    # The answer that widened it, then the two rounds at 2.
-    assert sum(width > 1 for width in seen.widths) <= 5
+    # The answer that widened it, the two rounds at 2 and the answer between them.
+    assert sum(width > 1 for width in seen.widths) <= 6
 
 
 def test_a_four_slot_server_settles_at_four() -> None:
@@ -218,8 +218,7 @@ def test_probing_stops_once_latency_rises_on_a_one_slot_server(tmp_path: Path) -
     # One back-off (two if jitter hid the queue at 2 for a round); AIMD took one for every
     # three answers.
     assert used["backoffs"] <= 2 and used["capacity"] == 1 and used["final"] == 1
-    widths_sent = [o.response.width for o in outcomes if o.response is not None]
-    assert widths_sent.count(1) >= 16 - 6
+    assert [o.response.width for o in outcomes if o.response is not None][-4:] == [1] * 4
 
 
 def test_the_width_a_run_learnt_is_where_the_next_run_starts(tmp_path: Path) -> None:
@@ -276,5 +275,8 @@ def test_a_runs_scorecard_names_the_width_its_latency_was_taken_at(
         within = [a for a in answers if a["model"] == score["model"] and a["width"] <= capacity]
         assert score["latency_width"] == capacity
         assert score["latency_n"] == len(within)
-        p50 = f"(n={score['latency_n']}, within width {capacity})"
-        assert any(p50 in line for line in result.outlines), p50
+        # The terminal names the width where answers were left out.
+        mine = sum(a["model"] == score["model"] for a in answers)
+        named = f", within width {capacity}" if len(within) < mine else ""
+        p50 = f"(n={score['latency_n']}{named})"
+        assert p50 in " ".join(line.strip() for line in result.outlines)  # lines wrap

@@ -143,22 +143,21 @@ def test_an_overload_halves_the_width_once_for_the_calls_sent_before_it() -> Non
 
 def test_one_long_answer_in_a_round_is_not_a_queue() -> None:
     limiter = ConcurrencyLimiter(ceiling=8, known=4)  # learnt earlier: probed above
-    for _ in range(4):
-        limiter.acquire()
-    limiter.answered(limiter.attempt(), 1.0)  # the warm-up answer, in no round
-    for latency in (1.0, 1.0, 1.0, 1.0):  # the baseline round at 4, in full use
-        limiter.answered(limiter.attempt(), latency)
-        limiter.release()
+
+    def round_of(*latencies: float) -> None:
+        sent = [limiter.attempt() for _ in latencies]  # all out at once, then answered
+        for attempt, latency in zip(sent, latencies, strict=True):
+            limiter.returned(attempt)
+            limiter.answered(attempt, latency)
+
+    round_of(1.0)  # the warm-up answer, in no round
+    round_of(1.0, 1.0, 1.0, 1.0)  # the baseline round at 4, in full use
     assert limiter.limit == 5
-    for _ in range(5):
-        limiter.acquire()
-    for latency in (1.0, 1.1, 0.9, 1.0, 6.0):  # one long answer at 5
-        limiter.answered(limiter.attempt(), latency)
+    round_of(1.0, 1.1, 0.9, 1.0, 6.0)  # one long answer at 5
     # Not a queue: no back-off, and a second round at 5 decides (one slot too many would
     # hold one call of it too).
     assert (limiter.limit, limiter.backoffs) == (5, 0)
-    for latency in (1.0, 1.1, 0.9, 1.0, 1.0):
-        limiter.answered(limiter.attempt(), latency)
+    round_of(1.0, 1.1, 0.9, 1.0, 1.0)
     assert (limiter.limit, limiter.backoffs) == (6, 0)
 
 
@@ -169,18 +168,20 @@ def test_a_cold_first_answer_does_not_hide_the_queue_behind_it() -> None:
 
     def answer(latency: float) -> None:
         limiter.acquire()
-        limiter.answered(limiter.attempt(), latency)
+        sent = limiter.attempt()
+        limiter.returned(sent)
+        limiter.answered(sent, latency)
         limiter.release()
 
     answer(0.5)  # cold
     assert limiter.limit == 1
     answer(0.2)  # the round at width 1
     assert limiter.limit == 2
-    for _ in range(2):
-        limiter.acquire()
     for _ in range(2):  # two rounds: once may be chance
-        for latency in (0.2, 0.4):  # one slot: the second call waited for the first
-            limiter.answered(limiter.attempt(), latency)
+        sent = [limiter.attempt(), limiter.attempt()]
+        for attempt, latency in zip(sent, (0.2, 0.4), strict=True):  # one slot: queued
+            limiter.returned(attempt)
+            limiter.answered(attempt, latency)
     assert (limiter.limit, limiter.backoffs) == (1, 1)
 
 

@@ -59,11 +59,12 @@ OVERLOAD_STATUSES = frozenset({429, 503, 529})
 
 @dataclass(frozen=True)
 class Attempt:
-    """What a sent call remembers: the epoch (changes of width so far) it was sent in and the
-    width then."""
+    """What a sent call remembers: the epoch (changes of width so far) it was sent in, the
+    width then, and whether every call still out was of that epoch (``clean``)."""
 
     epoch: int
     width: int
+    clean: bool = True
 
 
 @dataclass
@@ -100,6 +101,11 @@ class ConcurrencyLimiter:
     _round_out: int = field(default=0, init=False)
     # Whether this round's calls were out at the full width at once: only then may it grow.
     _round_full: bool = field(default=False, init=False)
+    # Calls sent before the last change and still out. A call sent while one is out is in no
+    # round: the first calls after a change meet the old width's queue, not the new one's (a
+    # doubling's first round had half its calls wait, too few to show the queue, and proved
+    # a width twice the slots).
+    _stale_out: int = field(default=0, init=False)
     # The best round latency (mean) seen at each width.
     _best: dict[int, float] = field(default_factory=dict, init=False)
     _warmed_up: bool = field(default=False, init=False)
@@ -150,15 +156,17 @@ class ConcurrencyLimiter:
         self._round_out += 1
         if self._round_out >= self.limit:
             self._round_full = True
-        return Attempt(self.epoch, self.limit)
+        return Attempt(self.epoch, self.limit, clean=self._stale_out == 0)
 
     def returned(self, attempt: Attempt) -> None:
         if attempt.epoch == self.epoch:
             self._round_out -= 1
+        else:
+            self._stale_out -= 1
 
     def answered(self, attempt: Attempt, latency_s: float) -> None:
         """A call sent at ``attempt`` was answered after ``latency_s`` (from its send)."""
-        if self.fixed or attempt.epoch != self.epoch:
+        if self.fixed or attempt.epoch != self.epoch or not attempt.clean:
             return
         if not self._warmed_up:
             self._warmed_up = True
@@ -255,6 +263,7 @@ class ConcurrencyLimiter:
         self.highest = max(self.highest, limit)
         self.epoch += 1
         self._round = []
+        self._stale_out += self._round_out
         self._round_out = 0
         self._round_full = False
 
