@@ -280,3 +280,17 @@ def test_a_runs_scorecard_names_the_width_its_latency_was_taken_at(
         named = f", within width {capacity}" if len(within) < mine else ""
         p50 = f"(n={score['latency_n']}{named})"
         assert p50 in " ".join(line.strip() for line in result.outlines)  # lines wrap
+
+
+def test_a_version_3_cache_gains_the_learned_widths_table(tmp_path: Path) -> None:
+    from pytest_evalmine.run import widths  # here: the module is new (checked on the old code)
+
+    path = tmp_path / "cache.sqlite"
+    old = Store(path)
+    old.connection.execute("DROP TABLE learned_widths")
+    old.connection.execute("PRAGMA user_version = 3")
+    old.close()
+    store = Store(path)
+    assert store.connection.execute("PRAGMA user_version").fetchone()[0] == 4
+    widths.remember(store, {"http://127.0.0.1:1/v1": 3})
+    assert widths.remembered(store, "http://127.0.0.1:1/v1") == 3
