@@ -14,7 +14,7 @@ run, which the measured process trusts through ``SSL_CERT_FILE`` (read by httpx,
 on as for a real provider): the path of Anthropic, OpenAI and Gemini, handshakes included.
 
     python benchmarks/bench_loopback.py [--cases 200] [--latency 0.1] [--concurrency 32]
-                                        [--repeat 1] [--https] [--json]
+                                        [--repeat 1] [--https] [--fixed] [--json]
 """
 
 from __future__ import annotations
@@ -188,11 +188,13 @@ def run(
     *extra: str,
     all_plugins: bool = False,
     trusted: Path | None = None,
+    fixed: bool = False,
 ) -> Run:
+    width = f"fixed:{concurrency}" if fixed else str(concurrency)
     command = pytest_command(
         "bench.eval.yaml", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark",
         f"--evalmine-endpoint=srv={server_url(server)}/v1,free",
-        f"--evalmine-concurrency={concurrency}", *extra, all_plugins=all_plugins,
+        f"--evalmine-concurrency={width}", *extra, all_plugins=all_plugins,
     )  # fmt: skip
     env = {**child_environment(all_plugins), "EVALMINE_HOME": str(folder / ".evalmine")}
     if trusted is not None:
@@ -226,14 +228,20 @@ def server_url(server: BenchServer) -> str:
 
 
 def measure(
-    cases: int, latency_s: float, concurrency: int, all_plugins: bool = False, https: bool = False
+    cases: int,
+    latency_s: float,
+    concurrency: int,
+    all_plugins: bool = False,
+    https: bool = False,
+    fixed: bool = False,
 ) -> dict[str, Any]:
     """One cold run and its warm rerun in a fresh cache folder; ``all_plugins``: with every
-    pytest plugin installed here autoloaded (common.child_environment); ``https``: over TLS."""
+    pytest plugin installed here autoloaded (common.child_environment); ``https``: over TLS;
+    ``fixed``: ``--evalmine-concurrency=fixed:N`` instead of the adaptive default."""
     if https:
         with loopback_tls() as (tls, trusted):
-            return _measure(cases, latency_s, concurrency, all_plugins, tls, trusted)
-    return _measure(cases, latency_s, concurrency, all_plugins, None, None)
+            return _measure(cases, latency_s, concurrency, all_plugins, tls, trusted, fixed)
+    return _measure(cases, latency_s, concurrency, all_plugins, None, None, fixed)
 
 
 def _measure(
@@ -243,6 +251,7 @@ def _measure(
     all_plugins: bool,
     tls: ssl.SSLContext | None,
     trusted: Path | None,
+    fixed: bool = False,
 ) -> dict[str, Any]:
     server = BenchServer(latency_s, tls)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -251,7 +260,7 @@ def _measure(
         with tempfile.TemporaryDirectory() as scratch:
             folder = Path(scratch)
             write_suite(folder, cases)
-            options = {"all_plugins": all_plugins, "trusted": trusted}
+            options = {"all_plugins": all_plugins, "trusted": trusted, "fixed": fixed}
             # The first process fills the bytecode cache.
             run(folder, server, concurrency, "--collect-only", **options)
             cold = run(folder, server, concurrency, **options)
@@ -298,6 +307,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print the medians as JSON")
     parser.add_argument("--https", action="store_true", help="TLS, as to a real provider")
+    parser.add_argument("--fixed", action="store_true", help="fixed:N, never adapted")
     parser.add_argument(
         "--all-plugins",
         action="store_true",
@@ -306,7 +316,9 @@ def main() -> None:
     args = parser.parse_args()
     result = median_of(
         [
-            measure(args.cases, args.latency, args.concurrency, args.all_plugins, args.https)
+            measure(
+                args.cases, args.latency, args.concurrency, args.all_plugins, args.https, args.fixed
+            )
             for _ in range(args.repeat)
         ]
     )

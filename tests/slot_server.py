@@ -6,7 +6,8 @@ up still holds its slot until served, as a server without cancellation does.
 Optional misbehaviour: ``declare_slots`` answers llama.cpp's ``GET /props`` with
 ``total_slots``; ``burst_429`` answers 429 with a ``Retry-After`` to requests arriving while
 a burst is on (the misbehaving server of a rate-limited gateway): ``(start_s, length_s)``
-after the first request.
+after the first request. ``headers`` go with every answer (a provider's rate-limit headers);
+``shape="anthropic"`` answers as Anthropic's Messages API does.
 """
 
 from __future__ import annotations
@@ -35,7 +36,11 @@ class SlotServer:
     # 429 to the POSTs arriving from start_s to start_s + length_s after the first one.
     burst_429: tuple[float, float] | None = None
     retry_after_s: float = 0.2
+    headers: dict[str, str] = field(default_factory=dict)
+    shape: str = "openai"
     posts: int = 0
+    # The most requests held at once, waiting or served (what the client had out at once).
+    max_held: int = 0
     refused: int = 0
     max_waiting: int = 0
     _waiting: int = 0
@@ -69,6 +74,7 @@ class SlotServer:
             else:
                 self._waiting += 1
                 self.max_waiting = max(self.max_waiting, self._waiting - self.slots)
+                self.max_held = max(self.max_held, self._waiting)
         if burst:
             headers = {"Retry-After": f"{self.retry_after_s:g}"}
             return Reply.json(429, {"error": {"message": "slow down"}}, headers)
@@ -76,6 +82,18 @@ class SlotServer:
             time.sleep(self.service_s)
         with self._lock:
             self._waiting -= 1
+        if self.shape == "anthropic":
+            return Reply.json(
+                200,
+                {
+                    "id": f"msg_{number}",
+                    "type": "message",
+                    "content": [{"type": "text", "text": ANSWER}],
+                    "stop_reason": "end_turn",
+                    "usage": {"input_tokens": 20, "output_tokens": 6},
+                },
+                dict(self.headers),
+            )
         return Reply.json(
             200,
             {
@@ -90,6 +108,7 @@ class SlotServer:
                 ],
                 "usage": {"prompt_tokens": 20, "completion_tokens": 6},
             },
+            dict(self.headers),
         )
 
 

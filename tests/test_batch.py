@@ -427,7 +427,7 @@ def test_the_store_upgrades_a_version_2_file_keeping_its_ledger(tmp_path: Path) 
     assert store.spent("r") == pytest.approx(0.5)
     assert store.claim_of("k") is not None  # version 2 claims kept
     assert store.batches() == []
-    assert store.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert store.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
 
 
 def test_batch_price_rows() -> None:

@@ -96,6 +96,7 @@ def test_flat_latency_grows_to_the_ceiling_and_never_past_it() -> None:
         "max": 8,
         "final": 8,
         "backoffs": 0,
+        "capacity": 8,
     }
 
 
@@ -114,9 +115,7 @@ def test_a_declared_capacity_is_where_it_starts_capped_by_the_ceiling() -> None:
     assert ConcurrencyLimiter(ceiling=8, declared=0).limit == 1
     limiter = ConcurrencyLimiter(ceiling=8, declared=4)
     seen = simulate(limiter, slots=4, service_s=0.2, calls=100)
-    # Probed up from 4 while flat; a queue halves it (AIMD), never to 1 with four slots.
-    assert seen.widths[:3] == [4, 4, 4] and limiter.highest >= 5
-    assert limiter.lowest >= 2 and max(seen.widths) <= 8
+    assert seen.widths[:3] == [4, 4, 4] and limiter.lowest == limiter.highest == 4
 
 
 def test_fixed_mode_never_changes() -> None:
@@ -143,18 +142,22 @@ def test_an_overload_halves_the_width_once_for_the_calls_sent_before_it() -> Non
 
 
 def test_one_long_answer_in_a_round_is_not_a_queue() -> None:
-    limiter = ConcurrencyLimiter(ceiling=8, declared=4)
-    for _ in range(4):
-        limiter.acquire()
-    limiter.answered(limiter.attempt(), 1.0)  # the warm-up answer, in no round
-    for latency in (1.0, 1.0, 1.0, 1.0):  # the baseline round at 4, in full use
-        limiter.answered(limiter.attempt(), latency)
-        limiter.release()
+    limiter = ConcurrencyLimiter(ceiling=8, known=4)  # learnt earlier: probed above
+
+    def round_of(*latencies: float) -> None:
+        sent = [limiter.attempt() for _ in latencies]  # all out at once, then answered
+        for attempt, latency in zip(sent, latencies, strict=True):
+            limiter.returned(attempt)
+            limiter.answered(attempt, latency)
+
+    round_of(1.0)  # the warm-up answer, in no round
+    round_of(1.0, 1.0, 1.0, 1.0)  # the baseline round at 4, in full use
     assert limiter.limit == 5
-    for _ in range(5):
-        limiter.acquire()
-    for latency in (1.0, 1.1, 0.9, 1.0, 6.0):  # one long answer at 5
-        limiter.answered(limiter.attempt(), latency)
+    round_of(1.0, 1.1, 0.9, 1.0, 6.0)  # one long answer at 5
+    # Not a queue: no back-off, and a second round at 5 decides (one slot too many would
+    # hold one call of it too).
+    assert (limiter.limit, limiter.backoffs) == (5, 0)
+    round_of(1.0, 1.1, 0.9, 1.0, 1.0)
     assert (limiter.limit, limiter.backoffs) == (6, 0)
 
 
@@ -165,17 +168,20 @@ def test_a_cold_first_answer_does_not_hide_the_queue_behind_it() -> None:
 
     def answer(latency: float) -> None:
         limiter.acquire()
-        limiter.answered(limiter.attempt(), latency)
+        sent = limiter.attempt()
+        limiter.returned(sent)
+        limiter.answered(sent, latency)
         limiter.release()
 
     answer(0.5)  # cold
     assert limiter.limit == 1
     answer(0.2)  # the round at width 1
     assert limiter.limit == 2
-    for _ in range(2):
-        limiter.acquire()
-    for latency in (0.2, 0.4):  # one slot: the second call waited for the first
-        limiter.answered(limiter.attempt(), latency)
+    for _ in range(2):  # two rounds: once may be chance
+        sent = [limiter.attempt(), limiter.attempt()]
+        for attempt, latency in zip(sent, (0.2, 0.4), strict=True):  # one slot: queued
+            limiter.returned(attempt)
+            limiter.answered(attempt, latency)
     assert (limiter.limit, limiter.backoffs) == (1, 1)
 
 
@@ -299,6 +305,7 @@ def test_one_slot_server_at_fixed_8_times_out(tmp_path: Path) -> None:
         "max": 8,
         "final": 8,
         "backoffs": 0,
+        "capacity": 8,
     }
 
 
@@ -346,14 +353,17 @@ def test_a_429_burst_backs_off_and_loses_nothing(tmp_path: Path) -> None:
 
 
 def test_merged_concurrency_of_answers_and_judge() -> None:
-    answers = {"local": {"mode": "adaptive", "min": 1, "max": 4, "final": 2, "backoffs": 3}}
+    answers = {
+        "local": {"mode": "adaptive", "min": 1, "max": 4, "final": 2, "backoffs": 3, "capacity": 3}
+    }
     judge = {
-        "local": {"mode": "adaptive", "min": 2, "max": 8, "final": 8, "backoffs": 1},
+        "local": {"mode": "adaptive", "min": 2, "max": 8, "final": 8, "backoffs": 1, "capacity": 8},
         "fake": {"mode": "fixed", "min": 8, "max": 8, "final": 8, "backoffs": 0},
     }
+    # The narrowest capacity: the judge started at the answers' last width, unproven.
     assert merged_concurrency([answers, judge]) == {
         "fake": {"mode": "fixed", "min": 8, "max": 8, "final": 8, "backoffs": 0},
-        "local": {"mode": "adaptive", "min": 1, "max": 8, "final": 8, "backoffs": 4},
+        "local": {"mode": "adaptive", "min": 1, "max": 8, "final": 8, "backoffs": 4, "capacity": 3},
     }
     assert concurrency_line(merged_concurrency([answers, judge])) == (
         "concurrency: fake 8 (fixed), local 1-8 (final 8, 4 back-offs)"
@@ -374,7 +384,8 @@ def test_a_run_reports_the_concurrency_it_used(pytester: pytest.Pytester) -> Non
     # What it learnt (a width of 1 or 2 on one slot) is the simulations' and the direct
     # loopback tests' to check; here, that the run reports what its limiter did.
     assert used["mode"] == "adaptive" and used["min"] == 1 and 2 <= used["max"] <= 4
-    assert used["backoffs"] >= 1 and server.max_waiting <= used["max"] - 1
+    # Six calls: the second round at 2 that confirms the queue (a back-off) may be cut short.
+    assert used["backoffs"] <= 1 and server.max_waiting <= used["max"] - 1
     report_md = (newest_run_dir(pytester.path) / "report.md").read_text()
     line = (
         f"concurrency: local 1-{used['max']} (final {used['final']}, {used['backoffs']} back-offs)"
@@ -401,6 +412,7 @@ def test_the_global_fixed_width_holds_every_provider(pytester: pytest.Pytester) 
         "max": 3,
         "final": 3,
         "backoffs": 0,
+        "capacity": 3,
     }
     assert server.max_waiting >= 1  # three at once on one slot: held there, never adapted
 

@@ -32,6 +32,7 @@ from .http import (
     error_message,
     post_json,
     schema_instruction,
+    with_rate_limit,
 )
 
 API_VERSION = "2023-06-01"
@@ -136,6 +137,9 @@ class AnthropicAdapter:
 
     name = "anthropic"
     version = "1"
+    # A hosted API that sends its limits in rate-limit headers: the width starts at the
+    # configured one.
+    declares_limits = True
 
     def __init__(
         self, api_key_env: str = "ANTHROPIC_API_KEY", base_url: str = "https://api.anthropic.com"
@@ -200,7 +204,7 @@ class AnthropicAdapter:
         if status >= 400:
             raise self._error(status, reply_headers, data, key)
         try:
-            return self._response(request, data, reply_headers.get("request-id"), latency_s)
+            response = self._response(request, data, reply_headers.get("request-id"), latency_s)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise AdapterError(
                 "malformed_response",
@@ -208,6 +212,7 @@ class AnthropicAdapter:
                 retryable=True,
                 status=status,
             ) from None
+        return with_rate_limit(response, reply_headers)
 
     def _response(
         self, request: Request, data: dict[str, Any], request_id: str | None, latency_s: float

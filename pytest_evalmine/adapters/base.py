@@ -140,6 +140,16 @@ def estimated_usage(prompt_text: str, answer_text: str) -> Usage:
 
 
 @dataclass(frozen=True)
+class RateLimit:
+    """What a provider's rate-limit headers say it still takes in the current window
+    (``x-ratelimit-remaining-requests`` / ``-tokens``, ``anthropic-ratelimit-requests-remaining``
+    / ``-tokens-remaining``); None: not said."""
+
+    remaining_requests: int | None = None
+    remaining_tokens: int | None = None
+
+
+@dataclass(frozen=True)
 class Response:
     text: str
     usage: Usage
@@ -149,6 +159,11 @@ class Response:
     provider_request_id: str | None = None
     # False for an answer that must never be cached or replayed (the fake's injected faults).
     cacheable: bool = True
+    # How many calls its provider could have out at once when it was sent (the dispatcher's
+    # width): the scorecard's latency is taken from answers sent within the learnt capacity.
+    width: int | None = None
+    # The reply's rate-limit headers, for the dispatcher's width; never cached.
+    rate_limit: RateLimit | None = field(default=None, compare=False)
 
     def to_json(self) -> str:
         # Every field is a scalar but usage, a flat record: cheaper than asdict's deep copy,
@@ -165,7 +180,7 @@ class Response:
         return cls(**data)
 
 
-_RESPONSE_FIELDS = tuple(f.name for f in fields(Response))
+_RESPONSE_FIELDS = tuple(f.name for f in fields(Response) if f.name != "rate_limit")
 _USAGE_FIELDS = tuple(f.name for f in fields(Usage))
 
 
@@ -196,6 +211,8 @@ class AdapterError(EvalmineError):
         self.retry_after_s = retry_after_s
         self.status = status
         self.possibly_billed = possibly_billed
+        # The error reply's rate-limit headers (``RateLimit``), for the dispatcher's width.
+        self.rate_limit: RateLimit | None = None
 
     @property
     def may_have_been_billed(self) -> bool:

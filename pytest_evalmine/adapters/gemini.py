@@ -405,6 +405,8 @@ def prompted_text(prompt: str, schema: dict[str, Any]) -> str:
 class GeminiAdapter:
     name = "google"
     version = "1"
+    # A hosted API with published limits: the width starts at the configured one.
+    declares_limits = True
 
     def __init__(
         self,

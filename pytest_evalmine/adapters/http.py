@@ -9,6 +9,7 @@ carries a credential (providers sometimes echo the key they were sent).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import functools
 import json
@@ -22,7 +23,7 @@ from typing import Any
 import httpx
 
 from ..redaction import redact, remember_key
-from .base import AdapterError, max_response_bytes
+from .base import AdapterError, RateLimit, Response, max_response_bytes
 
 # Longest provider message we keep: enough to act on, short enough for a one-line outcome.
 MAX_MESSAGE_CHARS = 500
@@ -425,13 +426,42 @@ def error_from_status(
     should_retry = (_header(headers, "x-should-retry") or "").lower()
     if should_retry in ("true", "false"):
         retryable = should_retry == "true"
-    return AdapterError(
+    error = AdapterError(
         kind,
         text,
         retryable=retryable,
         retry_after_s=retry_after_s,
         status=status,
     )
+    error.rate_limit = rate_limit_of(headers)
+    return error
+
+
+# (remaining requests, remaining tokens) header names: OpenAI's, then Anthropic's.
+RATE_LIMIT_HEADERS = (
+    ("x-ratelimit-remaining-requests", "x-ratelimit-remaining-tokens"),
+    ("anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-tokens-remaining"),
+)
+
+
+def rate_limit_of(headers: Mapping[str, str]) -> RateLimit | None:
+    """What a reply's rate-limit headers say the provider still takes; None without any."""
+    for requests_header, tokens_header in RATE_LIMIT_HEADERS:
+        requests, tokens = _count(headers, requests_header), _count(headers, tokens_header)
+        if requests is not None or tokens is not None:
+            return RateLimit(requests, tokens)
+    return None
+
+
+def with_rate_limit(response: Response, headers: Mapping[str, str]) -> Response:
+    """``response`` carrying its reply's rate-limit headers, when it has any."""
+    limit = rate_limit_of(headers)
+    return response if limit is None else dataclasses.replace(response, rate_limit=limit)
+
+
+def _count(headers: Mapping[str, str], name: str) -> int | None:
+    value = _header(headers, name)
+    return int(value) if value is not None and value.isdecimal() else None
 
 
 def retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:

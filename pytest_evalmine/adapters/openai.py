@@ -35,6 +35,7 @@ from .http import (
     get_json,
     post_json,
     schema_instruction,
+    with_rate_limit,
 )
 
 # o1, o3, o4-mini, ... and the gpt-5 family take only the default temperature/top_p: any other
@@ -176,6 +177,12 @@ class OpenAIAdapter:
     def compatible_server(self) -> bool:
         return self.name != "openai"
 
+    @property
+    def declares_limits(self) -> bool:
+        """OpenAI's own API sends its limits in rate-limit headers: its width starts at the
+        configured one (a compatible server's is found by adapting)."""
+        return not self.compatible_server
+
     async def prepare(self, models: list[str]) -> None:
         """A compatible server (llama.cpp, vLLM, LM Studio) may ignore the requested model name
         and answer with whatever it has loaded: read what it serves from ``GET /models`` so a
@@ -309,7 +316,7 @@ class OpenAIAdapter:
                 status=status,
             )
         try:
-            return self._response(request, data, reply_headers.get("x-request-id"), latency_s)
+            response = self._response(request, data, reply_headers.get("x-request-id"), latency_s)
         except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
             raise AdapterError(
                 "malformed_response",
@@ -317,6 +324,7 @@ class OpenAIAdapter:
                 retryable=True,
                 status=status,
             ) from None
+        return with_rate_limit(response, reply_headers)
 
     def _response(
         self, request: Request, data: dict[str, Any], request_id: str | None, latency_s: float

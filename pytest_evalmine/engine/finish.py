@@ -143,6 +143,7 @@ def finish_run(
             scored_tasks=tuple(t.id for t in suite.tasks if t.checks),
             repeats=session.settings.repeat,
             concurrency=session.concurrency_used(),
+            latency_widths=session.latency_widths(models),
             batches=session.batches_used(),
             score_only=len(models) == 1 or not any(t.judge for t in suite.tasks),
             stopped=stopped,

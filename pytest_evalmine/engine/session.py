@@ -449,6 +449,17 @@ class EvalSession:
         batch = self.batching()
         return batch.to_json() if batch is not None else None
 
+    def latency_widths(self, models: Iterable[str]) -> dict[str, int]:
+        """Per model whose provider's capacity this process knows: the width its scorecard
+        latency is taken within. The narrowest over the dispatchers (the judge's starts at
+        the answers' last width, which may be wider than they proved)."""
+        known: dict[str, int] = {}
+        for dispatcher in self.dispatchers:
+            for provider, width in dispatcher.latency_widths().items():
+                known[provider] = min(width, known.get(provider, width))
+        provider_for = self.default_registry().provider_for
+        return {model: known[p] for model in models if (p := provider_for(model)) in known}
+
     def concurrency_used(self) -> dict[str, dict[str, Any]]:
         """report.json ``concurrency``: per provider called in this process, the widths its
         dispatchers used (lowest, highest, the last one's final) and their back-offs."""
@@ -773,6 +784,7 @@ class EvalSession:
         record.usage_reported, record.usage_anomaly = usage.reported, usage.anomaly
         record.tokens = usage.token_counts()
         record.latency_s = response.latency_s
+        record.width = response.width
         record.provider_request_id = response.provider_request_id
         if not result.passed:
             record.outcome = FAILED

@@ -70,13 +70,21 @@ def scorecard_rows(scores: Sequence[ModelScore]) -> list[tuple[str, ...]]:
                 _rate(score.all_pass),
                 _rate(score.schema_native),
                 _rate(score.schema_prompted),
-                milliseconds(score.latency_p50_s) + f" (n={score.latency_n})",
+                milliseconds(score.latency_p50_s) + _latency_count(score),
                 milliseconds(score.latency_p95_s),
                 bound + money(score.cost_usd),
                 bound + money(score.cost_if_uncached_usd),
             )
         )
     return rows
+
+
+def _latency_count(score: ModelScore) -> str:
+    """`` (n=38)``: how many answers the latency is over; `` (n=38, within width 4)`` when
+    answers sent wider than the provider's capacity were left out of it."""
+    narrowed = score.latency_width is not None and score.latency_n < score.passed + score.failed
+    width = f", within width {score.latency_width}" if narrowed else ""
+    return f" (n={score.latency_n}{width})"
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -81,6 +81,10 @@ class ModelScore:
     cost_if_uncached_usd: float
     cached: int
     cost_lower_bound: bool = False
+    # The provider's capacity the latency was taken within: answers sent while it had more
+    # calls out at once (its width probed past what it serves) measured its queue, not the
+    # model. None: not known (latency over every answer).
+    latency_width: int | None = None
 
     @property
     def schema_all(self) -> Rate:
@@ -98,14 +102,25 @@ class ModelScore:
         return data
 
 
-def score_models(records: Sequence[AnswerRecord], models: Sequence[str]) -> list[ModelScore]:
+def score_models(
+    records: Sequence[AnswerRecord],
+    models: Sequence[str],
+    latency_widths: Mapping[str, int] | None = None,
+) -> list[ModelScore]:
     """One row per model, baseline first. Schema rates count answers that arrived for tasks
-    with a schema; a schema answer that fails to parse counts as a schema failure."""
+    with a schema; a schema answer that fails to parse counts as a schema failure. Latency is
+    over the answers sent at no more than the model's ``latency_widths`` (its provider's
+    capacity; an answer of unknown width counts)."""
     scores = []
     for index, model in enumerate(models):
         mine = [r for r in records if r.model == model]
         answered = [r for r in mine if r.outcome in (PASSED, FAILED)]
-        latencies = [r.latency_s for r in answered if r.latency_s is not None]
+        width = (latency_widths or {}).get(model)
+        latencies = [
+            r.latency_s
+            for r in answered
+            if r.latency_s is not None and (width is None or r.width is None or r.width <= width)
+        ]
         scores.append(
             ModelScore(
                 model=model,
@@ -127,6 +142,7 @@ def score_models(records: Sequence[AnswerRecord], models: Sequence[str]) -> list
                 cost_if_uncached_usd=sum(r.cost_if_uncached_usd for r in mine),
                 cached=sum(r.cached for r in mine),
                 cost_lower_bound=any(not r.usage_reported for r in answered),
+                latency_width=width,
             )
         )
     return scores

@@ -386,6 +386,7 @@ def summarize(
     suite_name: str,
     suite_file: str,
     suite_hash: str,
+    latency_widths: dict[str, int] | None = None,
     **context: Any,
 ) -> RunSummary:
     ordered = sorted(records, key=lambda r: (r.task, r.case, models.index(r.model), r.repeat))
@@ -398,7 +399,7 @@ def summarize(
         models=models,
         models_hash=models_hash,
         records=ordered,
-        scores=score_models(ordered, models),
+        scores=score_models(ordered, models, latency_widths),
         task_scores=task_scores(ordered, models, suite_hash),
         paired=paired,
         **context,

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ..adapters.base import SCHEMA_PROMPTED, Adapter, Request, cache_key
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
-from . import batch_ledger, estimates, preparing, settle
+from . import batch_ledger, estimates, preparing, settle, widths
 from .batch import IN_BATCH, Batcher, BatchSession, batched_call
 from .concurrency import ConcurrencyLimiter, Gate
 from .interrupts import INTERRUPT_GRACE_S, STOP_POLL_S, InFlightCalls, Sigint, watch_stop
@@ -119,6 +119,8 @@ class Dispatcher:
     # One per provider for the dispatcher's life: what a batch learnt, the next one keeps.
     _limiters: dict[str, ConcurrencyLimiter] = field(default_factory=dict, init=False, repr=False)
     _gates: dict[str, Gate] = field(default_factory=dict, init=False, repr=False)
+    # Provider -> the server whose width is learnt and kept for the next run (``widths``).
+    _learning: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     _replay_misses: ReplayMisses | None = field(default=None, init=False, repr=False)
     _batcher: Batcher | None = field(default=None, init=False, repr=False)
     # The batch's calls that sat in an open provider batch when it started (a candidate is
@@ -205,14 +207,36 @@ class Dispatcher:
             ceiling = self.provider_concurrency.get(adapter.name, self.concurrency)
             # A server that says how many requests it serves at once (llama.cpp's slots).
             declared = getattr(adapter, "server_slots", None)
-            if not isinstance(declared, int) and self.start_width is not None:
-                declared = self.start_width(adapter.name)
+            if not isinstance(declared, int) or isinstance(declared, bool):
+                declared = None
+            known = None
+            if declared is None and getattr(adapter, "declares_limits", False):
+                known = ceiling  # a hosted API: its headers and 429s say when to narrow
+            elif declared is None:
+                # What this run's earlier dispatcher, else an earlier run, learnt of the server.
+                server = self._learning[adapter.name] = widths.server_of(adapter)
+                if self.start_width is not None:
+                    known = self.start_width(adapter.name)
+                if known is None:
+                    known = widths.remembered(self.store, server)
             limiter = self._limiters[adapter.name] = ConcurrencyLimiter(
                 ceiling,
                 fixed=not self.adaptive or adapter.name in self.fixed_providers,
-                declared=declared if isinstance(declared, int) else None,
+                declared=declared,
+                known=known,
             )
         return limiter
+
+    def _remember_widths(self) -> None:
+        """Keep the width each server nothing was declared about adapted to, for the next
+        run on this cache (``run/widths.py``); a slow start still under way learnt none."""
+        learnt = {
+            server: limiter.capacity
+            for name, server in self._learning.items()
+            if (limiter := self._limiters[name]).sent and not limiter.fixed and limiter.learnt
+        }
+        if learnt and self.record != "none":
+            widths.remember(self.store, learnt)
 
     def learned_width(self, provider: str) -> int | None:
         """The width a provider's adaptive limit has now, once it sent calls; else None."""
@@ -220,6 +244,15 @@ class Dispatcher:
         if limiter is None or limiter.fixed or not limiter.sent:
             return None
         return limiter.limit
+
+    def latency_widths(self) -> dict[str, int]:
+        """Per provider whose width is known (it sent calls, or started from what was known
+        of it): the capacity its answers' latency is taken within (the scorecard's)."""
+        return {
+            name: limiter.capacity
+            for name, limiter in self._limiters.items()
+            if limiter.sent or limiter.learnt
+        }
 
     def concurrency_used(self) -> dict[str, dict[str, Any]]:
         """Per provider that was called: its widths (min, max, final) and back-offs."""
@@ -312,7 +345,9 @@ class Dispatcher:
             raise RuntimeError("a dispatcher runs one batch at a time")
         self._batch_running = True
         try:
-            return await self._run_batch(planned, progress, on_outcome)
+            outcomes = await self._run_batch(planned, progress, on_outcome)
+            self._remember_widths()
+            return outcomes
         finally:
             self._batch_running = False
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..adapters.base import AdapterError, Request, Response
+from ..adapters.base import AdapterError, RateLimit, Request, Response, tokens_for_chars
 from ..redaction import redact
 from .concurrency import Attempt, ConcurrencyLimiter, Gate, is_overload
 from .interrupts import InFlightCalls
@@ -83,6 +83,7 @@ class PaidCalls:
                 error = exc if isinstance(exc, AdapterError) else _timeout_error(item.request)
                 if is_overload(error.kind, error.status):
                     limiter.overloaded(sent)
+                _size(limiter, error.rate_limit, item.request)
                 if error.retryable and (error.retry_after_s or 0) > MAX_RETRY_AFTER_S:
                     error = AdapterError(
                         error.kind,
@@ -137,7 +138,11 @@ class PaidCalls:
             # From the send to the answer, the server's own queue included: the signal of
             # a width the server cannot serve at once.
             limiter.answered(sent, asyncio.get_running_loop().time() - started)
+            _size(limiter, response.rate_limit, item.request)
             self.gates[item.adapter.name].wake()
+            # The width it was sent at, kept with the answer: the scorecard's latency is taken
+            # from answers sent within the capacity the provider was found to have.
+            response = dataclasses.replace(response, width=sent.width, rate_limit=None)
             return await self.paid(item, response, reservation, attempts, possibly_billed)
 
     async def paid(
@@ -236,6 +241,18 @@ def redacted_response(response: Response) -> Response:
         provider_request_id=None if request_id is None else redact(request_id),
         finish_reason=redact(response.finish_reason),
     )
+
+
+def _size(limiter: ConcurrencyLimiter, rate_limit: RateLimit | None, request: Request) -> None:
+    """Bound the width by what the reply's rate-limit headers say the provider still takes;
+    a call is counted at its prompt's estimated tokens plus its ``max_tokens``."""
+    if rate_limit is not None:
+        tokens = tokens_for_chars(len(request.system or "") + len(request.prompt))
+        limiter.sized(
+            rate_limit.remaining_requests,
+            rate_limit.remaining_tokens,
+            tokens + request.max_tokens,
+        )
 
 
 def _timeout_error(request: Request) -> AdapterError:

@@ -56,6 +56,8 @@ class AnswerRecord(CallAccounting):
     # What the dispatcher clamped when the provider reported impossible token counts.
     usage_anomaly: str | None = None
     latency_s: float | None = None
+    # How many calls its provider could have out at once when it was sent (None: unknown).
+    width: int | None = None
     error: str | None = None
     provider_request_id: str | None = None
     # False for an answer dispatched for an item pytest never ran (-x, Ctrl-C): the report

@@ -87,13 +87,20 @@ CREATE TABLE IF NOT EXISTS batch_items (
     PRIMARY KEY (local_id, custom_id)
 );
 CREATE INDEX IF NOT EXISTS batch_items_key ON batch_items (key);
+CREATE TABLE IF NOT EXISTS learned_widths (
+    server TEXT PRIMARY KEY,
+    width INTEGER NOT NULL,
+    updated_at REAL NOT NULL
+);
 """
 # Version 2: claims keyed by the request alone (visible to every run on the cache), and the
 # ledger state possibly_billed. Claims only matter while a call is in flight, so an older
 # claims table is dropped; the ledger's rows are copied into the new table.
 # Version 3: the provider batches (tables batches and batch_items, spec "Batch"), only added:
 # a version-2 file keeps its claims and ledger as they are.
-SCHEMA_VERSION = 3
+# Version 4: learned_widths (the width each server's calls adapted to, ``run/widths.py``),
+# only added.
+SCHEMA_VERSION = 4
 _LEDGER_V1_UPGRADE = (
     "ALTER TABLE ledger RENAME TO ledger_v1",
     "DROP INDEX IF EXISTS ledger_run",
