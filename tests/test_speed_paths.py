@@ -28,7 +28,8 @@ from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.records import AnswerRecord
 from pytest_evalmine.run.store import Store
 from pytest_evalmine.scoring.checks import Check
-from pytest_evalmine.suite.loader import _plain_case, _validator, load_suite
+from pytest_evalmine.suite.loader import load_suite
+from pytest_evalmine.suite.validate import _plain_case, _validator
 
 from .conftest import COUNTING_CONFTEST, SMALL_SUITE
 from .http_server import Reply, running_server
