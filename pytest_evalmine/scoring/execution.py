@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..suite.loader import NO_GOLD
+from ..suite.model import NO_GOLD
 from .checks import Check
 from .sandbox import Limits, RunResult, check_sandbox, sandbox_env
 

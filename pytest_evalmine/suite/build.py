@@ -39,11 +39,8 @@ from .model import (
     Task,
     Variant,
 )
-from .reading import (
-    Problems,
-    quoted,
-)
-from .resolve import _Sources
+from .problems import Problems, quoted
+from .resolve import Sources
 from .template import Template, parse_template
 from .variants import missing_variant_problem, split_contender
 
@@ -192,8 +189,18 @@ def _refuse_missing_variants(
             )
 
 
+def build_suite(document: dict[str, Any], path: Path, shown: str, sources: Sources) -> Suite:
+    """The build stage of a suite load: the ``Suite`` of a validated, inlined ``document``,
+    or one ``SuiteError`` with every problem found (duplicate ids, placeholders without a
+    variable, labels naming no task, case or judge, ...)."""
+    problems = Problems()
+    suite = _build(document, path, shown, sources, problems)
+    problems.raise_any()
+    return suite
+
+
 def _build(
-    document: dict[str, Any], path: Path, shown: str, sources: _Sources, problems: Problems
+    document: dict[str, Any], path: Path, shown: str, sources: Sources, problems: Problems
 ) -> Suite:
     defaults = document.get("defaults", {})
     tasks: list[Task] = []

@@ -1,8 +1,13 @@
-"""Suite loading: YAML -> validated, rendered, hashed ``Suite`` (spec: "Suite file").
+"""Suite loading (spec: "Suite file"): ``load_suite``, and the names other modules import.
 
-Imports no pytest. jsonschema and PyYAML are imported when a suite is loaded, not at plugin
-import. Reading is bounded (``reading``), templates are parsed once (``template``), and every
-problem found is reported at once, one line each, sorted by file and path.
+A suite goes through four stages, a module each, that ``load_suite`` calls once each, in this
+order: ``reading`` (bytes -> YAML document, within limits) -> ``validate`` (the document
+against the suite schema, problems in an author's words) -> ``resolve`` (schema, cases and
+labels files read in, held to the data roots) -> ``build`` (document -> ``Suite``, the records
+of ``model``). A stage imports only the stages before it (tests/test_layout.py).
+Each stage raises every problem it found at once, as one ``SuiteError`` with one line each,
+sorted by file and path. Imports no pytest; jsonschema and PyYAML are imported when a suite is
+loaded, not at plugin import.
 """
 
 from __future__ import annotations
@@ -10,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import SuiteError
-from .build import _build, suite_hash
+from .build import build_suite, suite_hash
 from .model import (
     DEFAULT_JUDGE_MAX_TOKENS,
     DEFAULT_JUDGE_TEMPERATURE,
@@ -36,15 +40,13 @@ from .model import (
     Task,
     Variant,
 )
-from .reading import Problems, file_roots, parse_yaml, read_text
-from .resolve import _inline_files
+from .reading import read_suite
+from .resolve import resolve_files
 from .validate import (
     SUITE_VERSION,
-    _refuse_reserved_keys,
-    _validate_suite,
     model_problem,
     schema_problem,
-    version_problem,
+    validate_suite,
 )
 
 # What other modules import from here: the records, the defaults and the checks they share.
@@ -89,19 +91,6 @@ def load_suite(path: str | Path, shown: str | None = None, roots: Sequence[Path]
     a file anywhere else is refused, unread."""
     path = Path(path)
     shown = shown or str(path)
-    document = parse_yaml(read_text(path, shown), shown)
-    if not isinstance(document, dict):
-        raise SuiteError(shown, "$", "a suite must be a mapping with version, suite and tasks")
-    if "version" in document and document["version"] != SUITE_VERSION:
-        # Checked first: the other keys of another version mean nothing to this reader.
-        raise SuiteError(shown, "$.version", version_problem(document["version"]))
-    problems = Problems()
-    _refuse_reserved_keys(document, shown, problems)
-    problems.raise_any()
-    _validate_suite(document, shown, problems)
-    problems.raise_any()
-    sources = _inline_files(document, path, shown, problems, file_roots(path, roots))
-    problems.raise_any()
-    suite = _build(document, path, shown, sources, problems)
-    problems.raise_any()
-    return suite
+    document = validate_suite(read_suite(path, shown), shown)
+    sources = resolve_files(document, path, shown, roots)
+    return build_suite(document, path, shown, sources)

@@ -8,14 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..options import (
     GateConfig,
 )
-from .refs import SchemaRefs
 from .template import Template, parse_template
 from .variants import missing_variant_problem, split_contender
+
+if TYPE_CHECKING:  # a field's type only: refs reads files, which the records never do
+    from .refs import SchemaRefs
 
 DEFAULT_MAX_TOKENS = 1024
 DEFAULT_TIMEOUT_S = 60.0

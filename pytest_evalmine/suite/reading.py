@@ -154,6 +154,12 @@ def parse_yaml(text: str, shown: str) -> Any:
         loader.dispose()
 
 
+def read_suite(path: Path, shown: str) -> Any:
+    """The read stage of a suite load: the suite file's YAML document as JSON values, its
+    size, nesting, aliases, tags and strings held to the limits above."""
+    return parse_yaml(read_text(path, shown), shown)
+
+
 def _construct(node: Any, loader: Any, built: dict[int, Any]) -> Any:
     """The JSON value of a checked node tree. PyYAML's constructor took half the time of a
     10,000-case suite; after the node walk every node is known to be a string-keyed mapping,

@@ -7,28 +7,20 @@ later names the file the author has to edit.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .reading import (
-    Problems,
-    Roots,
-    clip,
-    parse_json,
-    quoted,
-    read_entries,
-    read_text,
-    resolve_file,
-)
+from .problems import Problems, clip, quoted
+from .reading import Roots, file_roots, parse_json, read_entries, read_text, resolve_file
 from .refs import SchemaRefs
 from .task_schema import check_task_schema
-from .validate import _plain_case, _validate
+from .validate import plain_case, validate_instance
 
 
 @dataclass
-class _Sources:
+class Sources:
     """Where each case and label came from (file and JSON path or line), so errors found
     after inlining name the file the author has to edit."""
 
@@ -37,16 +29,28 @@ class _Sources:
     schema_refs: dict[int, SchemaRefs] = field(default_factory=dict)
 
 
+def resolve_files(
+    document: dict[str, Any], path: Path, shown: str, roots: Sequence[Path] = ()
+) -> Sources:
+    """The resolve stage of a suite load: the files the validated ``document`` names read
+    into it (``_inline_files``), or one ``SuiteError`` with every problem found. ``roots``:
+    the folders besides the suite's own that those files may lie in."""
+    problems = Problems()
+    sources = _inline_files(document, path, shown, problems, file_roots(path, roots))
+    problems.raise_any()
+    return sources
+
+
 def _inline_files(
     document: dict[str, Any], path: Path, shown: str, problems: Problems, roots: Roots
-) -> _Sources:
+) -> Sources:
     """Replace ``schema_path``, ``cases_path`` and ``labels_path`` by their contents.
 
     Paths are relative to the suite file. The suite hash is taken after inlining, so an edit
     to a referenced file changes the hash.
     """
     base = path.parent
-    sources = _Sources()
+    sources = Sources()
     tasks = [dict(task) for task in document["tasks"]]
     document["tasks"] = tasks
     for index, task in enumerate(tasks):
@@ -149,8 +153,8 @@ def _read_valid_entries(
     valid, origins = [], []
     for entry_where, entry in entries:
         if entry is not None and (
-            (definition == "case" and _plain_case(entry))
-            or _validate(entry, file_shown, problems, definition, entry_where)
+            (definition == "case" and plain_case(entry))
+            or validate_instance(entry, file_shown, problems, definition, entry_where)
         ):
             valid.append(entry)
             origins.append((file_shown, entry_where))

@@ -13,12 +13,8 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-from .reading import (
-    Problems,
-    clip,
-    path_key,
-    quoted,
-)
+from ..errors import SuiteError
+from .problems import Problems, clip, path_key, quoted
 
 SUITE_VERSION = 1
 MODEL = re.compile(r"^[a-z0-9][a-z0-9_-]*/\S+$")
@@ -33,6 +29,24 @@ RESERVED_KEYS = {
         "'checks: [{exec: {run: ...}}]'; see spec section 2 'Reserved keys'"
     ),
 }
+
+
+def validate_suite(document: Any, shown: str) -> dict[str, Any]:
+    """The validate stage of a suite load: ``document`` held to the suite schema, or one
+    ``SuiteError`` with every problem found. A document of another version is refused before
+    anything else is looked at, and the reserved keys are refused, with their reason, before
+    the schema would call them unknown."""
+    if not isinstance(document, dict):
+        raise SuiteError(shown, "$", "a suite must be a mapping with version, suite and tasks")
+    if "version" in document and document["version"] != SUITE_VERSION:
+        # Checked first: the other keys of another version mean nothing to this reader.
+        raise SuiteError(shown, "$.version", version_problem(document["version"]))
+    problems = Problems()
+    _refuse_reserved_keys(document, shown, problems)
+    problems.raise_any()
+    _check_schema(document, shown, problems)
+    problems.raise_any()
+    return document
 
 
 def version_problem(version: Any) -> str:
@@ -125,7 +139,7 @@ def json_path(root: str, parts: Any) -> str:
     return root + "".join(f"[{p}]" if isinstance(p, int) else f".{path_key(p)}" for p in parts)
 
 
-def _validate(
+def validate_instance(
     instance: Any,
     shown: str,
     problems: Problems,
@@ -203,21 +217,21 @@ def schema_problem(definition: str, instance: Any) -> str | None:
     return f"{where}: {_explain(error)}" if where else _explain(error)
 
 
-def _validate_suite(document: dict[str, Any], shown: str, problems: Problems) -> None:
+def _check_schema(document: dict[str, Any], shown: str, problems: Problems) -> None:
     """The suite schema over the document, where inline cases of the plain shape are taken
-    as valid without the validator, as case lines are (``_plain_case``): jsonschema spent a
+    as valid without the validator, as case lines are (``plain_case``): jsonschema spent a
     third of loading a 10,000-case suite on them. Each task keeps its other cases (or its
     first, so the list is never empty) and an error's case index is mapped back."""
     tasks = document.get("tasks")
     if not isinstance(tasks, list):
-        _validate(document, shown, problems)
+        validate_instance(document, shown, problems)
         return
     kept_by_task: dict[int, list[int]] = {}
     slim_tasks = []
     for index, task in enumerate(tasks):
         cases = task.get("cases") if isinstance(task, dict) else None
         if isinstance(cases, list) and cases:
-            kept = [i for i, case in enumerate(cases) if not _plain_case(case)] or [0]
+            kept = [i for i, case in enumerate(cases) if not plain_case(case)] or [0]
             if len(kept) < len(cases):
                 kept_by_task[index] = kept
                 task = {**task, "cases": [cases[i] for i in kept]}
@@ -230,7 +244,9 @@ def _validate_suite(document: dict[str, Any], shown: str, problems: Problems) ->
                 return [*path[:3], kept[path[3]], *path[4:]]
         return path
 
-    _validate({**document, "tasks": slim_tasks}, shown, problems, path_of=path_of, source=document)
+    validate_instance(
+        {**document, "tasks": slim_tasks}, shown, problems, path_of=path_of, source=document
+    )
 
 
 def _explain(error: Any) -> str:
@@ -291,7 +307,7 @@ _CASE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,79}")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _plain_case(entry: Any) -> bool:
+def plain_case(entry: Any) -> bool:
     """True for a case line the schema's ``case`` definition surely accepts: an id and
     scalar vars. jsonschema takes about 0.1 ms a line, which a cases file of 10,000 lines
     feels; whatever this does not accept goes to the validator, whose messages stay."""
