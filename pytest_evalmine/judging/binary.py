@@ -13,7 +13,7 @@ from ..stats.misclassification import CorrectedRate, rogan_gladen
 from ..stats.ppi import PPIEstimate, ppi_mean
 from ..stats.proportions import Proportion
 from ..stats.sampling import in_hash_sample
-from ..suite.loader import CriterionLabel, Suite
+from ..suite.model import CriterionLabel, Suite
 from .criteria import FAIL, PASS, CriterionVerdict, criteria_record, criterion_texts
 
 # The share of cases whose labels measure the judge; the rest (the dev split) are for a

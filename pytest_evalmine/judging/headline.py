@@ -11,7 +11,7 @@ from typing import Any
 
 from ..run.dispatch import Dispatcher
 from ..run.records import AnswerRecord
-from ..suite.loader import Suite
+from ..suite.model import Suite
 from .audit import AUDIT_HASH, AuditEstimate, audit_estimates, audit_fraction, mark_audit_sample
 from .calibration import Calibration, calibrate, calibrate_per_candidate
 from .judge import JudgeRecord, judge_pairs, judge_record, task_prompt

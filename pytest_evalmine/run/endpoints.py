@@ -140,7 +140,7 @@ def parse_option(spec: str) -> Endpoint:
         if "cost" in raw:
             raise EvalmineError(f"--evalmine-endpoint={spec}: free and prices contradict")
         raw["cost"] = prices
-    from ..suite.loader import schema_problem
+    from ..suite.validate import schema_problem
 
     problem = schema_problem("endpoint", raw)
     if problem is not None:
