@@ -1,6 +1,8 @@
-"""README's output examples, regenerated from real runs of the example suite on the fake adapter.
+"""The docs' output examples, regenerated from real runs of the example suite on the fake adapter,
+and the docs' commands, run as written.
 
-Each example is a block between two markers in README.md:
+Each example is a block between two markers in README.md or a page of the user guide
+(docs/guide/*.md), each block in one place:
 
     <!-- generated: NAME (a note for maintainers) -->
     ```
@@ -10,7 +12,7 @@ Each example is a block between two markers in README.md:
 
 ``--write`` replaces every marked block with what the tool prints now; ``--check`` exits 1 with
 a unified diff when a block drifted (tests/test_doc_examples.py runs it). Nothing else of the
-file is touched, and the file is read and written back at once, so edits elsewhere in it
+files is touched, and each file is read and written back at once, so edits elsewhere in it
 survive.
 
 The runs happen in a temporary folder (a copy of examples/, its own EVALMINE_HOME, no plugin
@@ -18,6 +20,12 @@ but ours, 80 columns), so the repository's reports/ and cache are never touched.
 differs between machines or runs is masked: the run token (time and random part) of run ids,
 timestamps, the temporary folder, durations and latencies (the fake adapter's latency is
 measured wall-clock time). Every figure the tool computes stays as printed.
+
+Every `pytest ...` or `evalmine ...` line of a ```bash block in those files runs as written
+(``doc_commands`` finds them, ``run_doc_commands`` runs them in a copy of the project, in
+order, after one run of the example suite) unless its comment, or the comment lines just
+above it, say what it needs (`# needs ANTHROPIC_API_KEY`, a server, run ids); `# exits N`
+names an exit code other than 0. tests/test_guide.py runs them.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import difflib
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -39,9 +48,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 README = REPO / "README.md"
+GUIDE = REPO / "docs" / "guide"
 EXAMPLE_SUITE = "examples/support-desk.eval.yaml"
-WIDTH = 80  # what a CI log or a pipe gets: the width the README promises the summary fits
-JSON_WIDTH = 92  # the MCP transcript's JSON, wrapped where it stops fitting a README line
+WIDTH = 80  # what a CI log or a pipe gets: the width the docs promise the summary fits
+JSON_WIDTH = 92  # the MCP transcript's JSON, wrapped where it stops fitting a docs line
 CHILD_TIMEOUT_S = 300
 
 BEGIN = re.compile(r"^<!-- generated: (?P<name>[a-z0-9-]+)\b.*-->$")
@@ -66,6 +76,14 @@ EXCERPTS = {
     "-- Per task, worst first --": (re.compile(r"^\S"), 3),
     "-- Label next --": (re.compile(r"^- "), 3),
 }
+# The front page's excerpt of the same run: the sections that answer "did it help, and can the
+# number be trusted", the lines of what it cost and called, and the run's last lines.
+FRONT_PAGE_SECTIONS = (
+    "-- Calibration --",
+    "-- Win rates (candidate vs baseline) --",
+    "-- Paired comparison (per case, stratified by task) --",
+)
+FRONT_PAGE_LINES = ("cost:", "calls:")
 # The unknown-key example: a typo in the third task of a copy of the example suite.
 TYPO_FILE = "examples/x.eval.yaml"
 TYPO_TASK = 2
@@ -195,6 +213,26 @@ def excerpt(lines: list[str]) -> list[str]:
     return shown
 
 
+def front_page(lines: list[str]) -> list[str]:
+    """The summary's FRONT_PAGE_SECTIONS and FRONT_PAGE_LINES (each with the indented lines
+    continuing it) and everything before and after the summary's sections; one ELIDED where
+    lines were left out."""
+    shown: list[str] = []
+    keeping = True  # the lines before the first section: pytest's progress, the summary's head
+    line_kept = False
+    for line in lines:
+        if line.startswith(("-- ", "report:", "=")):
+            keeping = line in FRONT_PAGE_SECTIONS or not line.startswith("-- ")
+            line_kept = False
+        elif not keeping and not line.startswith(" "):
+            line_kept = line.startswith(FRONT_PAGE_LINES)
+        if keeping or line_kept:
+            shown.append(line)
+        elif shown[-1:] != [ELIDED]:
+            shown.append(ELIDED)
+    return shown
+
+
 # the blocks --------------------------------------------------------------------------------
 def terminal_blocks(tmp: Path) -> dict[str, Block]:
     """The first run's summary, and how the second (cached) run's output differs from it."""
@@ -204,9 +242,10 @@ def terminal_blocks(tmp: Path) -> dict[str, Block]:
     diff = difflib.unified_diff(first, second, "first run", "second run", n=0, lineterm="")
     changed = [ELIDED if line.startswith("@@") else line for line in diff]
     # The command, then ELIDED for pytest's header (this machine's Python, paths, plugins).
-    shown = [f"$ {' '.join(PYTEST_COMMAND)}", ELIDED, *excerpt(first)]
+    head = [f"$ {' '.join(PYTEST_COMMAND)}", ELIDED]
     return {
-        "run-output": Block("\n".join(shown)),
+        "run-summary": Block("\n".join([*head, *front_page(first)])),
+        "run-output": Block("\n".join([*head, *excerpt(first)])),
         "rerun-diff": Block("\n".join(changed), fence="diff"),
     }
 
@@ -337,7 +376,16 @@ def generate(workdir: Path | None = None) -> dict[str, Block]:
 
 
 # the markdown ------------------------------------------------------------------------------
-def marked_blocks(text: str) -> dict[str, tuple[int, int]]:
+def documents() -> list[Path]:
+    """The files whose blocks and commands are kept true: README.md and the guide's pages."""
+    return [README, *sorted(GUIDE.glob("*.md"))]
+
+
+def shown_path(path: Path) -> str:
+    return str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path)
+
+
+def marked_blocks(text: str, shown: str = "README.md") -> dict[str, tuple[int, int]]:
     """Each block's name -> the lines between its markers (start, end: END's index)."""
     lines = text.splitlines()
     found: dict[str, tuple[int, int]] = {}
@@ -347,7 +395,7 @@ def marked_blocks(text: str) -> dict[str, tuple[int, int]]:
             continue
         end = next((j for j in range(index + 1, len(lines)) if lines[j] == END), None)
         if end is None or begin["name"] in found:
-            raise ValueError(f"README.md:{index + 1}: {begin['name']!r} unclosed or repeated")
+            raise ValueError(f"{shown}:{index + 1}: {begin['name']!r} unclosed or repeated")
         found[begin["name"]] = (index + 1, end)
     return found
 
@@ -356,13 +404,14 @@ def fenced(block: Block) -> list[str]:
     return [f"```{block.fence}", *block.text.splitlines(), "```"]
 
 
-def rewritten(text: str, blocks: dict[str, Block]) -> str:
-    """``text`` with every marked block replaced; a marker without a block, or a block without
-    a marker, is an error (a renamed block must not go stale silently)."""
-    spans = marked_blocks(text)
-    if set(spans) != set(blocks):
+def rewritten(text: str, blocks: dict[str, Block], shown: str = "README.md") -> str:
+    """``text`` with every marked block replaced; a marker without a block is an error (a
+    renamed block must not go stale silently)."""
+    spans = marked_blocks(text, shown)
+    if not set(spans) <= set(blocks):
         raise ValueError(
-            f"README.md markers {sorted(spans)} do not match the generated blocks {sorted(blocks)}"
+            f"{shown} markers {sorted(set(spans) - set(blocks))} do not match the generated "
+            f"blocks {sorted(blocks)}"
         )
     lines = text.splitlines()
     for name, (start, end) in sorted(spans.items(), key=lambda item: -item[1][0]):
@@ -370,14 +419,30 @@ def rewritten(text: str, blocks: dict[str, Block]) -> str:
     return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
 
 
-def drift(text: str, blocks: dict[str, Block]) -> str:
-    """A unified diff from README's blocks to what the tool prints now; empty when none
-    drifted."""
+def placements(texts: dict[str, str], blocks: dict[str, Block]) -> dict[str, str]:
+    """Each block's name -> the one document holding its markers; a block marked in two
+    documents, in none, or a marker without a block is an error."""
+    placed: dict[str, str] = {}
+    for shown, text in texts.items():
+        for name in marked_blocks(text, shown):
+            if name in placed:
+                raise ValueError(f"block {name!r} is marked in {placed[name]} and in {shown}")
+            placed[name] = shown
+    if set(placed) != set(blocks):
+        raise ValueError(
+            f"the docs' markers {sorted(placed)} do not match the generated blocks {sorted(blocks)}"
+        )
+    return placed
+
+
+def drift(text: str, blocks: dict[str, Block], shown: str = "README.md") -> str:
+    """A unified diff from the text's blocks to what the tool prints now; empty when none
+    drifted. Only the blocks marked in ``text`` are compared."""
     lines = text.splitlines()
-    spans = marked_blocks(text)
+    spans = marked_blocks(text, shown)
     diffs = []
-    for name in sorted(set(spans) | set(blocks)):
-        start, end = spans.get(name, (0, 0))
+    for name in sorted(spans):
+        start, end = spans[name]
         want = fenced(blocks[name]) if name in blocks else []
         # Words compared, not line breaks: a masked latency of 10 ms or more on a loaded
         # machine wraps a scorecard entry elsewhere without changing what it says.
@@ -386,34 +451,161 @@ def drift(text: str, blocks: dict[str, Block]) -> str:
         diffs += difflib.unified_diff(
             lines[start:end],
             want,
-            f"README.md ({name})",
+            f"{shown} ({name})",
             f"generated ({name})",
             lineterm="",
         )
     return "\n".join(diffs)
 
 
+# the commands ------------------------------------------------------------------------------
+COMMAND = re.compile(r"^(?:\$ )?(?:pytest|evalmine)(?:\s|$)")
+NEEDS = re.compile(r"\bneeds\b")
+EXITS = re.compile(r"#\s*exits (\d+)\b")
+# What may reach a network or a provider: a line naming one must say what it needs.
+NETWORKED = re.compile(r"https?://|--evalmine-(?:endpoint|suite|batch)\b")
+PROVIDER_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+
+@dataclass(frozen=True)
+class DocCommand:
+    where: str  # document:line
+    text: str  # the command, continuation lines joined, without its comment
+    comment: str  # the comment after it and the comment line just above it
+
+    @property
+    def needs(self) -> bool:
+        return NEEDS.search(self.comment) is not None
+
+    @property
+    def expected_exit(self) -> int:
+        found = EXITS.search(self.comment)
+        return int(found[1]) if found else 0
+
+
+def split_comment(line: str) -> tuple[str, str]:
+    """A shell line -> (the command, its trailing ``# comment``), quotes respected."""
+    quote = ""
+    for index, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1].isspace()):
+            return line[:index].rstrip(), line[index:]
+    return line.rstrip(), ""
+
+
+def doc_commands(text: str, shown: str) -> list[DocCommand]:
+    """The `pytest` and `evalmine` command lines of the ```bash blocks of ``text``."""
+    found: list[DocCommand] = []
+    in_bash = False
+    above = ""  # the comment lines just above the current line
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        line, number = lines[index], index + 1
+        index += 1
+        if line.startswith("```"):
+            in_bash, above = (not in_bash and line.strip() == "```bash"), ""
+            continue
+        if not in_bash:
+            continue
+        while line.endswith("\\") and index < len(lines):
+            line = line[:-1].rstrip() + " " + lines[index].strip()
+            index += 1
+        command, comment = split_comment(line.strip())
+        if COMMAND.match(command):
+            found.append(
+                DocCommand(f"{shown}:{number}", command.removeprefix("$ "), f"{above} {comment}")
+            )
+        # Comment lines just above a command are its comment too.
+        above = f"{above} {comment}" if not command and comment else ""
+    return found
+
+
+def unmarked_network_commands(commands: list[DocCommand]) -> list[DocCommand]:
+    """Commands that may reach a network or a provider without saying what they need."""
+    return [c for c in commands if NETWORKED.search(c.text) and not c.needs]
+
+
+def command_argv(command: DocCommand) -> list[str]:
+    """The argv that runs a documented command with this interpreter and this package."""
+    words = shlex.split(command.text)
+    if words[0] == "pytest":
+        return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *words[1:]]
+    return [sys.executable, "-m", "pytest_evalmine.commands.cli", *words[1:]]
+
+
+def run_doc_commands(commands: list[DocCommand], tmp: Path) -> list[str]:
+    """Run every command that needs nothing, in order, in one copy of the project after one
+    run of the example suite; the problems found (a wrong exit code, with its output)."""
+    project, home = new_project(tmp, "commands"), tmp / "home-commands"
+    env = child_environment(home)
+    # As a user's shell runs them: pytest loads its installed plugins; no provider key is
+    # there, so nothing documented as keyless can spend.
+    for name in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", *PROVIDER_KEYS):
+        env.pop(name, None)
+    pytest_run(project, tmp / "home-commands")
+    problems = []
+    for command in commands:
+        if command.needs:
+            continue
+        if NETWORKED.search(command.text):
+            raise ValueError(f"{command.where}: {command.text!r} may reach a network: # needs ...")
+        done = subprocess.run(
+            command_argv(command),
+            cwd=project,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != command.expected_exit:
+            tail = "\n".join(done.stdout.splitlines()[-15:])
+            problems.append(
+                f"{command.where}: {command.text} exited {done.returncode}, "
+                f"not {command.expected_exit}:\n{tail}"
+            )
+    return problems
+
+
+def all_doc_commands() -> list[DocCommand]:
+    return [
+        command
+        for path in documents()
+        for command in doc_commands(path.read_text("utf-8"), shown_path(path))
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="rewrite README.md's marked blocks")
+    mode.add_argument("--write", action="store_true", help="rewrite the docs' marked blocks")
     mode.add_argument("--check", action="store_true", help="exit 1 with a diff when one drifted")
     args = parser.parse_args(argv)
     blocks = generate()
-    # Read and write back at once: others may be editing the rest of the file.
-    text = README.read_text()
+    # Each file read and written back at once: others may be editing the rest of it.
+    texts = {shown_path(path): path.read_text("utf-8") for path in documents()}
+    placed = placements(texts, blocks)
     if args.write:
-        new = rewritten(text, blocks)
-        if new != text:
-            README.write_text(new)
-        print(f"README.md: {len(blocks)} blocks, {'rewritten' if new != text else 'unchanged'}")
+        for shown in sorted(set(placed.values())):
+            new = rewritten(texts[shown], blocks, shown)
+            if new != texts[shown]:
+                (REPO / shown).write_text(new, "utf-8")
+            count = sum(1 for where in placed.values() if where == shown)
+            print(f"{shown}: {count} blocks, {'rewritten' if new != texts[shown] else 'unchanged'}")
         return 0
-    difference = drift(text, blocks)
+    difference = "\n".join(
+        filter(None, (drift(text, blocks, shown) for shown, text in texts.items()))
+    )
     if difference:
         print(difference)
-        print("\nREADME.md's examples drifted: python scripts/doc_examples.py --write")
+        print("\nThe docs' examples drifted: python scripts/doc_examples.py --write")
         return 1
-    print(f"README.md: {len(blocks)} blocks match a real run")
+    print(f"{len(blocks)} blocks in {len(set(placed.values()))} files match a real run")
     return 0
 
 

@@ -1,6 +1,6 @@
 """What CI reads (spec: "CI"): --junitxml properties of items and of the run, progress lines
 in a log that is not a terminal, one list of exit codes in every document and the workflow, and
-docs/ci.md's recipe (a replay that misses because of the adapter says so)."""
+docs/guide/ci-and-exit-codes.md's recipe (a replay that misses because of the adapter says so)."""
 
 from __future__ import annotations
 
@@ -139,7 +139,8 @@ def test_under_xdist_the_controller_prints_the_workers_calls(pytester: pytest.Py
 
 
 # One list of exit codes everywhere (spec: "Exit codes", "CI"): exitcodes.MEANINGS, the
-# workflow's `case` in docs/ci.md, and the tables of docs/ci.md, README.md and docs/spec.md.
+# workflow's `case` in docs/guide/ci-and-exit-codes.md, and the tables of that page and
+# docs/spec.md.
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -173,9 +174,9 @@ def codes_of(cells: list[str]) -> list[int]:
 
 
 def ci_workflow() -> dict:
-    text = (ROOT / "docs" / "ci.md").read_text("utf-8")
+    text = (ROOT / "docs" / "guide" / "ci-and-exit-codes.md").read_text("utf-8")
     blocks = text.split("```yaml\n")
-    assert len(blocks) == 2, "docs/ci.md holds one workflow"
+    assert len(blocks) == 2, "docs/guide/ci-and-exit-codes.md holds one workflow"
     return yaml.safe_load(blocks[1].split("```", 1)[0])
 
 
@@ -229,8 +230,7 @@ def test_the_workflow_says_how_to_install_an_unpublished_package() -> None:
 @pytest.mark.parametrize(
     ("document", "heading", "header"),
     [
-        ("docs/ci.md", "## GitHub Actions", "| code | meaning | CI |"),
-        ("README.md", "## Exit codes", "| code | meaning |"),
+        ("docs/guide/ci-and-exit-codes.md", "## Exit codes", "| code | meaning | CI |"),
         (
             "docs/spec.md",
             "## 13. Exit codes",
@@ -245,7 +245,7 @@ def test_each_exit_code_table_lists_exactly_the_codes(
     codes = codes_of([row[0] for row in rows])
     assert len(codes) == len(set(codes)), f"{document}: a code listed twice: {codes}"
     assert sorted(codes) == sorted(exitcodes.MEANINGS), document
-    if document == "docs/ci.md":
+    if document == "docs/guide/ci-and-exit-codes.md":
         assert {row[0]: row[2] for row in rows} == {
             str(code): "pass" if code == 0 else "fail" for code in exitcodes.MEANINGS
         }
@@ -262,8 +262,8 @@ def test_the_option_help_names_the_codes_it_exits_with() -> None:
     ) in help_of["gate"]
 
 
-# The CI recipe (docs/ci.md): a recording made with --evalmine-fake replays only with it, and a
-# replay without it says so instead of failing every item with no reason.
+# The CI recipe (docs/guide/ci-and-exit-codes.md): a recording made with --evalmine-fake replays
+# only with it, and a replay without it says so instead of failing every item with no reason.
 
 PROVIDER_SUITE = SMALL_SUITE.replace(
     "models: [fake/alpha, fake/beta]",

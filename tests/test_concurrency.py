@@ -430,7 +430,7 @@ def test_a_later_dispatcher_starts_where_the_earlier_one_left_the_provider(
 RECORD_DISPATCHERS = """
 import json
 import pytest
-from pytest_evalmine.stash import eval_session
+from pytest_evalmine.plugin.stash import eval_session
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session):

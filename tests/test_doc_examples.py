@@ -1,5 +1,6 @@
-"""README's output examples are what the tool prints now (scripts/doc_examples.py): each marked
-block is regenerated from real runs of the example suite on the fake adapter and compared."""
+"""The docs' output examples (README.md and docs/guide/) are what the tool prints now
+(scripts/doc_examples.py): each marked block is regenerated from real runs of the example suite
+on the fake adapter and compared."""
 
 from __future__ import annotations
 
@@ -30,14 +31,30 @@ def doc_examples() -> ModuleType:
     return load_script()
 
 
-def test_readme_examples_match_a_real_run(doc_examples: ModuleType, tmp_path: Path) -> None:
+def documents(doc_examples: ModuleType) -> dict[str, str]:
+    return {
+        doc_examples.shown_path(path): path.read_text("utf-8") for path in doc_examples.documents()
+    }
+
+
+def block_lines(doc_examples: ModuleType, shown: str, name: str) -> list[str]:
+    text = documents(doc_examples)[shown]
+    start, end = doc_examples.marked_blocks(text, shown)[name]
+    return text.splitlines()[start:end]
+
+
+def test_the_docs_examples_match_a_real_run(doc_examples: ModuleType, tmp_path: Path) -> None:
     """Two pytest runs, one `evalmine validate` and an MCP session (its run_suite a third run)."""
     blocks = doc_examples.generate(tmp_path)
-    readme = doc_examples.README.read_text()
-    assert set(doc_examples.marked_blocks(readme)) == set(blocks)
-    difference = doc_examples.drift(readme, blocks)
+    texts = documents(doc_examples)
+    placed = doc_examples.placements(texts, blocks)
+    assert placed["run-summary"] == "README.md"
+    assert placed["run-output"] == "docs/guide/getting-started.md"
+    difference = "\n".join(
+        doc_examples.drift(text, blocks, shown) for shown, text in texts.items()
+    ).strip()
     assert not difference, (
-        "README.md's examples drifted from a real run "
+        "the docs' examples drifted from a real run "
         f"(python scripts/doc_examples.py --write):\n{difference}"
     )
     # The MCP server's run of the same suite has the terminal's win rate and interval.
@@ -46,15 +63,22 @@ def test_readme_examples_match_a_real_run(doc_examples: ModuleType, tmp_path: Pa
     for percent, fraction in zip(printed, returned, strict=True):
         assert abs(float(percent) - 100 * float(fraction)) <= 0.1, (printed, returned)
     assert re.search(r"^\+calls: 0 made, \d+ cached", blocks["rerun-diff"].text, re.M)
+    # The front page's excerpt is lines of the whole output, in its order.
+    whole = blocks["run-output"].text.splitlines()
+    shown = [line for line in blocks["run-summary"].text.splitlines() if line != "..."]
+    rest = iter(whole)
+    assert all(line in rest for line in shown) and len(shown) < len(whole)
 
 
-def test_the_summary_fits_80_columns_as_the_readme_says(doc_examples: ModuleType) -> None:
-    readme = doc_examples.README.read_text()
-    start, end = doc_examples.marked_blocks(readme)["run-output"]
-    lines = readme.splitlines()[start:end]
-    summary = lines[lines.index("=" * 35 + " evalmine " + "=" * 35) :]
-    assert len(summary) > 40
-    assert max(len(line) for line in summary) <= 80
+def test_the_summary_fits_80_columns_as_the_docs_say(doc_examples: ModuleType) -> None:
+    for shown, name in [
+        ("docs/guide/getting-started.md", "run-output"),
+        ("README.md", "run-summary"),
+    ]:
+        lines = block_lines(doc_examples, shown, name)
+        summary = lines[lines.index("=" * 35 + " evalmine " + "=" * 35) :]
+        assert len(summary) > 30, shown
+        assert max(len(line) for line in summary) <= 80, shown
 
 
 BLOCKED = """intro
@@ -88,6 +112,54 @@ def test_a_marker_without_its_block_is_an_error(doc_examples: ModuleType) -> Non
         doc_examples.rewritten(BLOCKED, {"one": doc_examples.Block("x")})
     with pytest.raises(ValueError, match="unclosed"):
         doc_examples.marked_blocks("<!-- generated: one -->\n```\nx\n```\n")
+
+
+def test_each_block_is_marked_in_exactly_one_document(doc_examples: ModuleType) -> None:
+    Block = doc_examples.Block
+    blocks = {"one": Block("1"), "two": Block("2")}
+    one_only = BLOCKED.split("middle")[0]
+    assert doc_examples.placements({"a.md": BLOCKED, "b.md": "no block"}, blocks) == {
+        "one": "a.md",
+        "two": "a.md",
+    }
+    with pytest.raises(ValueError, match=r"'one' is marked in a\.md and in b\.md"):
+        doc_examples.placements({"a.md": BLOCKED, "b.md": one_only}, blocks)
+    with pytest.raises(ValueError, match="do not match"):
+        doc_examples.placements({"a.md": one_only}, blocks)
+
+
+def test_the_front_page_keeps_its_sections_and_says_where_it_cut(
+    doc_examples: ModuleType,
+) -> None:
+    lines = [
+        "evalmine: 5/5 answers",
+        "-- Calibration --",
+        "kappa 0.5",
+        "-- Scorecard --",
+        "m1: passed 5/5;",
+        "    score 1.00",
+        "cost: $0.01 this run;",
+        "    cap $2",
+        "calls: 5 made",
+        "-- Per task, worst first --",
+        "t1: 50%",
+        "report: reports/x/",
+        "    report.md",
+        "= 5 passed =",
+    ]
+    assert doc_examples.front_page(lines) == [
+        "evalmine: 5/5 answers",
+        "-- Calibration --",
+        "kappa 0.5",
+        "...",
+        "cost: $0.01 this run;",
+        "    cap $2",
+        "calls: 5 made",
+        "...",
+        "report: reports/x/",
+        "    report.md",
+        "= 5 passed =",
+    ]
 
 
 def test_an_excerpt_keeps_the_first_entries_and_says_where_it_cut(

@@ -24,10 +24,20 @@ LAYERS = [
     {"judging"},
     {"reports"},
     {"engine"},
-    {"glue", "commands"},
+    {"plugin", "commands"},
 ]
-GLUE = {"plugin", "startup", "sessionfinish", "items", "stash", "htmlhooks", "hookspec"}
-GLUE |= {"progress", "preload", "gc_freeze", "terminal_summary", "item_protocol"}  # plugin.py split
+# The modules of the package root: the foundations every layer imports (the pytest glue
+# lives in plugin/, each other layer in its own folder).
+ROOT_MODULES = {"__init__", "errors", "exitcodes", "options", "redaction"}
+MAX_ROOT_MODULES = 6
+MAX_MODULE_LINES = 800
+# Rooms still waiting for their split (issue 29): none may grow meanwhile.
+STILL_TOO_LONG = {
+    "engine/session.py": 929,
+    "suite/loader.py": 1156,
+    "commands/mcp_server.py": 902,
+    "reports/html_page.py": 844,
+}
 COMMANDS = "pytest_evalmine.commands"  # the evalmine command and the MCP server
 ROOT_MODULE = NAME  # pytest_evalmine/__init__.py: version and lazy re-exports
 
@@ -43,7 +53,7 @@ def layer_of(module: str) -> int:
     parts = module.split(".")
     if module == ROOT_MODULE:
         return 0
-    group = "glue" if parts[1] in GLUE else parts[1]
+    group = parts[1]
     for rank, names in enumerate(LAYERS):
         if group in names:
             return rank
@@ -146,6 +156,23 @@ def test_commands_and_glue_stay_apart() -> None:
         and module.startswith(COMMANDS) != target.startswith(COMMANDS)
     ]
     assert crossings == []
+
+
+def test_the_root_holds_only_the_foundations() -> None:
+    """A newcomer finds the plugin in plugin/ and each layer in its folder: the root keeps
+    the modules every layer imports, and no more than a handful of them."""
+    root = {path.stem for path in PACKAGE.glob("*.py")}
+    assert root == ROOT_MODULES and len(root) <= MAX_ROOT_MODULES
+
+
+def test_no_module_is_too_long_to_read() -> None:
+    long = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in PACKAGE.rglob("*.py")
+        if (lines := len(path.read_text("utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    grown = {name: lines for name, lines in long.items() if lines > STILL_TOO_LONG.get(name, 0)}
+    assert grown == {}
 
 
 def test_every_subpackage_says_what_it_owns() -> None:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from pytest_evalmine.adapters.base import Response, Usage
-from pytest_evalmine.items import EvalItem
-from pytest_evalmine.stash import eval_session
+from pytest_evalmine.plugin.items import EvalItem
+from pytest_evalmine.plugin.stash import eval_session
 
 from .conftest import SMALL_SUITE
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from pytest_evalmine.plugin.terminal_summary import compact_failure
 from pytest_evalmine.reports.labelling import nothing_to_label
 from pytest_evalmine.reports.terminal import FLAG, OK, fit, fit_table, style_of
 from pytest_evalmine.run.records import AnswerRecord
-from pytest_evalmine.terminal_summary import compact_failure
 
 from .conftest import newest_run_dir
 from .test_judge_run import JUDGED_SUITE

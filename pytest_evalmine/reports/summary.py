@@ -17,6 +17,7 @@ from ..judging.criteria import CriterionVerdict
 from ..judging.gate import GateResult, evaluate_gate
 from ..judging.headline import Headline
 from ..options import GateConfig
+from ..run.outcome import CAP_REFUSED_RETRY
 from ..run.records import AnswerRecord
 from ..scoring.paired import ModelComparison, compare_models
 from ..scoring.sandbox import BUBBLEWRAP, RESOURCE_LIMITS
@@ -221,7 +222,10 @@ class RunSummary:
         """The cap stopped an answer or a judge call of this run."""
         judge = self.headline is not None and self.headline.judge_passes_with("budget") > 0
         judge = judge or any(v.status == "budget" for v in self._verdicts)
-        return judge or any(r.outcome == "not_run_budget" for r in self.records)
+        return judge or any(
+            r.outcome == "not_run_budget" or CAP_REFUSED_RETRY in (r.error or "")
+            for r in self.records
+        )
 
     @property
     def replay_misses(self) -> int:

@@ -36,6 +36,7 @@ from ..adapters.batch_wire import (
 from ..errors import EvalmineError
 from .outcome import BUDGET, ERROR, Outcome
 from .planned import Planned
+from .run_state import RunState
 from .store import BatchedItem, Store
 
 # Providers batched by ``--evalmine-batch`` without a list: the ones with a batch API here.
@@ -246,13 +247,13 @@ class Batcher:
         store: Store,
         run_token: str,
         owner: str,
-        interrupted: Callable[[], bool],
+        state: RunState,
     ) -> None:
         self.session = session
         self.store = store
         self.run_token = run_token
         self.owner = owner
-        self.interrupted = interrupted
+        self.state = state
         self._pending: list[tuple[Planned, asyncio.Future[ItemResult]]] = []
         self._gathering: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
@@ -267,9 +268,13 @@ class Batcher:
         """The call's result once its batch ended (or it stopped waiting: ``IN_BATCH``)."""
         future: asyncio.Future[ItemResult] = asyncio.get_running_loop().create_future()
         self._pending.append((item, future))
+        self.state.batch_queue(1)
         if self._gathering is None or self._gathering.done():
             self._gathering = asyncio.ensure_future(self._gather())
         return await future
+
+    def interrupted(self) -> bool:
+        return self.state.interrupted
 
     def handled(self, item: Planned) -> None:
         """Dispatch has stored the call's answer (or settled its failure)."""
@@ -281,17 +286,23 @@ class Batcher:
             self.store.batch_collected(tracked.local_id)
 
     async def _gather(self) -> None:
-        seen = -1
-        while len(self._pending) != seen:
-            seen = len(self._pending)
-            await asyncio.sleep(GATHER_S)
-        pending, self._pending = self._pending, []
-        try:
-            await self._send(pending)
-        except Exception as exc:  # never leave a call waiting for ever
-            for _item, future in pending:
-                if not future.done():
-                    future.set_result(ItemResult("", error_kind="batch_crash", error=repr(exc)))
+        """Send what is queued, gathered over a few turns of the loop, until the queue stays
+        empty: calls queued while a wave is being submitted (a provider's create may take
+        seconds) are sent by this same task, so none is left behind a gatherer that ended."""
+        while self._pending:
+            seen = -1
+            while len(self._pending) != seen:
+                seen = len(self._pending)
+                await asyncio.sleep(GATHER_S)
+            pending, self._pending = self._pending, []
+            try:
+                await self._send(pending)
+            except Exception as exc:  # never leave a call waiting for ever
+                for _item, future in pending:
+                    if not future.done():
+                        future.set_result(ItemResult("", error_kind="batch_crash", error=repr(exc)))
+            finally:
+                self.state.batch_queue(-len(pending))
 
     async def _send(self, pending: list[tuple[Planned, asyncio.Future[ItemResult]]]) -> None:
         waiting = {item.key: future for item, future in pending}
@@ -319,6 +330,7 @@ class Batcher:
             grouping = getattr(wire, "group", None)
             group = grouping(item.request) if grouping is not None else ""
             by_wire.setdefault((id(wire), group), (wire, group, []))[2].append(item)
+        submits = []
         for wire, group, planned in by_wire.values():
             if id(wire) in self.session.unsupported:
                 for item in planned:
@@ -328,7 +340,15 @@ class Batcher:
             keyed = {item.key: item for item in planned}
             entries = [(item.key, wire.entry(item.key, item.request)) for item in planned]
             for chunk in split_entries(entries, wire.max_requests, wire.max_bytes, 256):
-                await self._submit(wire, group, chunk, keyed, waiting)
+                submits.append(self._submit(wire, group, chunk, keyed, waiting))
+        # Every provider's batches at once: one provider's slow create holds back no other.
+        failures = [
+            failed
+            for failed in await asyncio.gather(*submits, return_exceptions=True)
+            if isinstance(failed, BaseException)
+        ]
+        if failures:
+            raise failures[0]
 
     async def _confirm_unconfirmed(
         self, items: dict[str, Planned], waiting: dict[str, asyncio.Future[ItemResult]]

@@ -43,6 +43,7 @@ from .planned import Estimate, Planned
 from .prices import PriceRow, PriceTable, declared_row
 from .replay import ReplayMisses
 from .reservations import Reservations
+from .run_state import RunState
 from .settle import ClaimWaiter
 from .store import ANSWERED, CLAIMED, Claim, Hit, Store, process_owner
 from .streaming import Streaming
@@ -102,9 +103,9 @@ class Dispatcher:
     # earlier dispatcher of the run ended at for it (the judge's after the answers'), None
     # for none. A fresh dispatcher would otherwise slow-start again from 1.
     start_width: Callable[[str], int | None] | None = None
-    budget_exhausted: bool = False
-    # Set by the first Ctrl-C while dispatching: nothing new is sent after it.
-    interrupted: bool = False
+    # What the calls wait on (reservations, the cap found exhausted, a Ctrl-C, the batch
+    # queue), for the dispatcher's life: a cap found exhausted stays so.
+    state: RunState = field(default_factory=RunState, init=False, repr=False)
     # Other runs on the same cache whose calls this run waited for: run token -> what that
     # run had committed (spent or reserved) when ours finished dispatching.
     other_runs: dict[str, float] = field(default_factory=dict)
@@ -127,6 +128,22 @@ class Dispatcher:
         if not (math.isfinite(self.cap_usd) and self.cap_usd >= 0):
             # A NaN cap compares false with everything: it would never stop a run.
             raise EvalmineError(f"cost cap {self.cap_usd!r}: a finite number of dollars >= 0")
+
+    @property
+    def interrupted(self) -> bool:
+        """Set by the first Ctrl-C while dispatching: nothing new is sent after it."""
+        return self.state.interrupted
+
+    @interrupted.setter
+    def interrupted(self, value: bool) -> None:
+        # Set from outside the loop (a test's thread, as a stop asked by another process
+        # would): the waits that poll it see it; ``_on_interrupt`` is the loop's own way.
+        self.state.interrupted = value
+
+    @property
+    def budget_exhausted(self) -> bool:
+        """A call found no room under the cap while no reserved call could settle."""
+        return self.state.budget_exhausted
 
     def plan(self, requests: Iterable[Request]) -> list[Planned]:
         """Resolve adapters, keys and prices. Raises before any call for an unknown model."""
@@ -295,12 +312,10 @@ class Dispatcher:
         progress: Progress | None,
         on_outcome: Callable[[Outcome], None] | None,
     ) -> dict[str, Outcome]:
-        self._reservations = Reservations(self.store, self.run_token, self.cap_usd, self)
+        self._reservations = Reservations(self.store, self.run_token, self.cap_usd, self.state)
         self._claims = ClaimWaiter(self.store, lambda: self.interrupted)
         if self.batch is not None:
-            self._batcher = Batcher(
-                self.batch, self.store, self.run_token, self.owner, lambda: self.interrupted
-            )
+            self._batcher = Batcher(self.batch, self.store, self.run_token, self.owner, self.state)
         overlapping: set[str] = set()
         unique = {p.key: p for p in planned}
         progress = progress or Progress(total=len(unique))
@@ -482,9 +497,7 @@ class Dispatcher:
         if self.interrupted:
             return
         loop = asyncio.get_running_loop()
-        self.interrupted = True
+        self.state.interrupt()  # every wait looks again, and ends
         if self.on_interrupt is not None:
             self.on_interrupt(len(self._in_flight_calls), INTERRUPT_GRACE_S)
-        assert self._reservations is not None
-        self._reservations.wake()  # wakes calls waiting for room under the cap
         loop.call_later(INTERRUPT_GRACE_S, self._in_flight_calls.end_grace)

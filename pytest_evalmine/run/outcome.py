@@ -12,6 +12,9 @@ from .records import ACCOUNTING_FIELDS
 
 OK, ERROR, BUDGET, REPLAY_MISS = "ok", "error", "budget", "replay_miss"
 INTERRUPTED = "interrupted"
+# Said by a call whose retry the cap had no room for: the cap stopped it, as it stops a call
+# never sent (the run is partial and exits 11, spec section 8).
+CAP_REFUSED_RETRY = "not retried: the cost cap has no room for another try"
 
 
 @dataclass

@@ -23,7 +23,7 @@ from ..adapters.base import AdapterError, Request, Response
 from ..redaction import redact
 from .concurrency import Attempt, ConcurrencyLimiter, Gate, is_overload
 from .interrupts import InFlightCalls
-from .outcome import ERROR, OK, Outcome, cut_off_outcome
+from .outcome import CAP_REFUSED_RETRY, ERROR, OK, Outcome, cut_off_outcome
 from .planned import Planned
 from .same_turn import SameTurn
 from .store import PaidAnswer, Store
@@ -107,7 +107,7 @@ class PaidCalls:
                             retry, note = False, "; not retried: interrupted (Ctrl-C)"
                         elif again is None:
                             retry = False
-                            note = "; not retried: the cost cap has no room for another try"
+                            note = f"; {CAP_REFUSED_RETRY}"
                         else:
                             reservation = again
                 if retry:

@@ -3,48 +3,35 @@
 Before a call is sent its worst-case cost is reserved in the ledger the run's processes
 share, so that no number of concurrent calls, in any number of processes, can together pass
 the cap. The reservations asked for in one turn of the loop are made in one transaction
-(``SameTurn``); a call that does not fit waits while calls of ours are in flight (their
-settled cost is usually below what they reserved) and gives up only when none is.
+(``SameTurn``); a call that does not fit waits while a reserved call of ours can still
+settle (its settled cost is usually below what it reserved) and gives up when none can.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Coroutine
-from typing import Any, Protocol
+from typing import Any
 
 from .outcome import Outcome, budget_outcome, interrupted_outcome
 from .planned import Planned
+from .run_state import RunState
 from .same_turn import SameTurn
 from .store import Store
 
 
-class Stops(Protocol):
-    """What the reservations read and set on their dispatcher: a cap found exhausted stays
-    so for the dispatcher's life; a Ctrl-C ends every wait."""
-
-    budget_exhausted: bool
-    interrupted: bool
-
-
 class Reservations:
-    """One batch's reservations for the run ``run_token`` under ``cap_usd``, and the count
-    of its calls in flight (reserved, not yet settled)."""
+    """One batch's reservations for the run ``run_token`` under ``cap_usd``; what calls wait
+    on (the calls holding a reservation, those waiting for room) is the dispatch's
+    ``RunState``, which signals every change of it."""
 
-    def __init__(self, store: Store, run_token: str, cap_usd: float, stops: Stops) -> None:
+    def __init__(self, store: Store, run_token: str, cap_usd: float, state: RunState) -> None:
         self.store = store
         self.run_token = run_token
         self.cap_usd = cap_usd
-        self.stops = stops
-        self.in_flight = 0
-        self._settled = asyncio.Event()
+        self.state = state
         self._turn: SameTurn[tuple[Planned, bool], int | None] = SameTurn(
             self._reserve_each, self._unclaimed
         )
-
-    def wake(self) -> None:
-        """Wake the calls waiting for room under the cap (a call settled, or a Ctrl-C)."""
-        self._settled.set()
 
     async def within_budget(
         self, item: Planned, send: Callable[[Planned, int], Coroutine[Any, Any, Outcome]]
@@ -53,52 +40,66 @@ class Reservations:
         provider batch) with that reservation."""
         reservation = await self.reserve(item, holding=False)
         if reservation is None:
-            stopped = self.stops.interrupted
+            stopped = self.state.interrupted
             return interrupted_outcome(item.key) if stopped else budget_outcome(item.key)
         try:
             return await send(item, reservation)
         finally:
-            self.in_flight -= 1
-            self.wake()
+            self.state.reservation_settled()
 
     async def reserve(self, item: Planned, *, holding: bool) -> int | None:
-        """Reserve the call's worst case. While calls of ours are in flight their settled
-        cost will usually be below what they reserved, so wait for them before giving up.
-        ``holding``: this call is in flight already (a retry after a possibly billed try).
-        A call that is not ``holding`` counts as in flight from its reservation on."""
-        while not (self.stops.budget_exhausted or self.stops.interrupted):
+        """Reserve the call's worst case. While another reserved call of ours can still
+        settle, its settled cost will usually be below what it reserved, so wait for it
+        before giving up; once none can (each is waiting for room itself), every waiter
+        gives up at once (``RunState``). ``holding``: this call holds a reservation already
+        (a retry after a possibly billed try). A call that is not ``holding`` holds one from
+        its reservation on."""
+        state = self.state
+        while not state.stopped():
             reservation = await self._turn.submit((item, holding))
             if reservation is not None:
-                if not self.stops.interrupted:
+                if not state.interrupted:
                     return reservation
                 # Ctrl-C came while this turn's reservations were being made.
                 self._unclaimed((item, holding), reservation)
                 break
-            if self.in_flight == int(holding):
-                self.stops.budget_exhausted = True
-                break
-            self._settled.clear()
-            await self._settled.wait()
+            # Counted as waiting before it looks, so that it never waits on its own settling
+            # and a wait whose last hope was this call sees that it cannot come.
+            seen = state.settlements
+            state.waiting_for_budget(holding=holding, waiting=True)
+            try:
+                if state.can_free_budget():
+                    await state.until(
+                        lambda seen=seen: (
+                            state.stopped()
+                            or state.settlements != seen
+                            or not state.can_free_budget()
+                        )
+                    )
+            finally:
+                state.waiting_for_budget(holding=holding, waiting=False)
+            if not state.stopped() and state.settlements == seen:
+                # No reserved call can settle: none of the waiters will ever fit.
+                state.exhaust_budget()
         return None
 
     def _reserve_each(self, wanted: list[tuple[Planned, bool]]) -> list[int | None]:
         """The reservations asked for in one turn of the loop, in one transaction. A granted
-        one is counted in flight at once, so a request of the same turn that did not fit
-        waits for it to settle instead of giving up."""
+        one is counted at once, so a request of the same turn that did not fit waits for it
+        to settle instead of giving up."""
         reservations = self.store.reserve_each(
             self.run_token, [(item.key, item.max_cost_usd) for item, _ in wanted], self.cap_usd
         )
         for (_, holding), reservation in zip(wanted, reservations, strict=True):
-            if reservation is not None and not holding:
-                self.in_flight += 1
+            if reservation is not None:
+                self.state.reservation_made(holding=holding)
         return reservations
 
     def _unclaimed(self, wanted: tuple[Planned, bool], reservation: int | None) -> None:
         """A reservation nobody will use (its task was cancelled or interrupted): released,
-        and no longer counted in flight."""
+        and no longer counted."""
         if reservation is None:
             return
         self.store.release(reservation)
         if not wanted[1]:
-            self.in_flight -= 1
-            self.wake()
+            self.state.reservation_settled()

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from . import exitcodes
+from .. import exitcodes
+from ..options import add_options
 from .gc_freeze import freeze_survivors, unfreeze_earlier_run
 from .item_protocol import ITEM_RECORD_KEY, answer_for, end_streaming, run_protocol, stop
-from .options import add_options
 
 # The two constants are re-exported: tests read them here, where they were defined before
 # the preload and the progress lines had modules of their own.
@@ -41,8 +41,8 @@ from .terminal_summary import MARKUP
 from .terminal_summary import register as register_summary
 
 if TYPE_CHECKING:
-    from .adapters.registry import AdapterRegistry
-    from .run.dispatch import Dispatcher, Outcome
+    from ..adapters.registry import AdapterRegistry
+    from ..run.dispatch import Dispatcher, Outcome
 
 UNREPORTED_KEY = "evalmine_unreported"
 SUITE_SUFFIXES = (".yaml", ".yml")
@@ -135,7 +135,7 @@ def _registry(config: pytest.Config) -> AdapterRegistry:
 @pytest.fixture(scope="session")
 def evalmine_cost_limit(pytestconfig: pytest.Config) -> float:
     """The run's cost cap in USD (option > EVALMINE_MAX_COST > suite limit > default)."""
-    from .errors import EvalmineError
+    from ..errors import EvalmineError
 
     try:
         return eval_session(pytestconfig).resolve_cap()
@@ -172,7 +172,7 @@ def evalmine_answers(
     """Dispatches every selected suite item of this process at once, on first use: the
     dispatch streams while the items run (``EvalSession.stream``), or, when an execution
     check must see every answer first, returns when every answer is in."""
-    from .errors import EvalmineError, RefusedError
+    from ..errors import EvalmineError, RefusedError
     from .items import EvalItem
 
     config = request.config
@@ -234,7 +234,7 @@ def evalmine_answer(request: pytest.FixtureRequest) -> Any:
 def evalmine(pytestconfig: pytest.Config, evalmine_dispatcher: Dispatcher) -> Any:
     """For plain test functions: ``evalmine.complete(model, prompt, ...)`` through the same
     cache, budget and price table as the suite items."""
-    from .run.client import EvalClient
+    from ..run.client import EvalClient
 
     # One batch at a time on a dispatcher: the suite items' streamed answers come in first.
     end_streaming(pytestconfig)
@@ -312,7 +312,7 @@ class Reporter:
         if record is None:
             return
         if isinstance(record, dict):  # from an xdist worker: the record, once, for all
-            from .run.records import AnswerRecord
+            from ..run.records import AnswerRecord
 
             record = AnswerRecord.from_dict(record)
             setattr(report, RECORD_ATTRIBUTE, record)
@@ -357,7 +357,7 @@ class Reporter:
         worker reported (-x, Ctrl-C), so the report counts every call."""
         data = getattr(node, "workeroutput", {}).get(UNREPORTED_KEY)
         if data:
-            from .run.records import AnswerRecord
+            from ..run.records import AnswerRecord
 
             eval_session(self.config).unreported += [AnswerRecord.from_dict(r) for r in data]
 
@@ -410,7 +410,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if code is None or reporter is None:
         return
-    from .reports.terminal import verdict_line
+    from ..reports.terminal import verdict_line
 
     finished = config.stash.get(FINISHED_KEY, [])
     note = config.stash.get(VERDICT_NOTE_KEY, None)
@@ -437,7 +437,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     )
     if not files or (is_active(config) and eval_session(config).estimate is not None):
         return
-    from .errors import EvalmineError, RefusedError
+    from ..errors import EvalmineError, RefusedError
 
     evalsession = eval_session(config)
     wanted = set(ids)

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from .engine.session import ItemSpec
-from .errors import EvalmineError
-from .redaction import redact
+from ..engine.session import ItemSpec
+from ..errors import EvalmineError
+from ..redaction import redact
 from .stash import add_conftest_checks, eval_session
 
 

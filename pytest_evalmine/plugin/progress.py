@@ -16,7 +16,7 @@ import pytest
 from .stash import eval_session
 
 if TYPE_CHECKING:
-    from .run.dispatch import Progress
+    from ..run.dispatch import Progress
 
 WATCHER_KEY = pytest.StashKey[Any]()  # the xdist controller's CallWatcher
 
@@ -122,7 +122,7 @@ def _restore_path_prefix(reporter: Any, path: Any) -> None:
 def watch_workers(config: pytest.Config) -> None:
     """Workers' output never reaches the terminal: the controller reports their calls from
     the cache database, every few seconds, until session finish."""
-    from .run.watch import CallWatcher
+    from ..run.watch import CallWatcher
 
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if reporter is None:

@@ -17,10 +17,10 @@ import pytest
 from .stash import FINISHED_KEY, SUMMARY_KEY, VERDICT_NOTE_KEY, eval_session
 
 if TYPE_CHECKING:
-    from .engine.finish import FinishedSuite
-    from .engine.session import EvalSession
-    from .reports.terminal import Line
-    from .run.dispatch import Progress
+    from ..engine.finish import FinishedSuite
+    from ..engine.session import EvalSession
+    from ..reports.terminal import Line
+    from ..run.dispatch import Progress
 
 # pytest's outcomes our exit codes may replace; interrupts and errors keep their own.
 TESTS_RAN = (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
@@ -41,7 +41,7 @@ def finish_session(
         evalsession.close()
         _say_nothing_ran(config, session)
         return
-    from .engine.finish import REPORTS_NOT_WRITTEN, exit_code, finish_run, report_root_of
+    from ..engine.finish import REPORTS_NOT_WRITTEN, exit_code, finish_run, report_root_of
     from .gc_freeze import freeze_survivors
 
     command = "pytest " + " ".join(shlex.quote(a) for a in config.invocation_params.args)
@@ -119,8 +119,8 @@ def settle_workers(config: pytest.Config, session: pytest.Session) -> None:
 
 
 def _stop_workers(config: pytest.Config) -> None:
-    from .run.dispatch import INTERRUPT_GRACE_S
-    from .run.stopping import stop_run, wait_for_calls
+    from ..run.dispatch import INTERRUPT_GRACE_S
+    from ..run.stopping import stop_run, wait_for_calls
 
     evalsession = eval_session(config)
     store, token = evalsession.store, evalsession.run_token
@@ -164,8 +164,8 @@ def _summary_lines(
     finished: list[FinishedSuite],
     failure: str | None,
 ) -> list[Line]:
-    from .engine.session import relative_to
-    from .reports.terminal import FLAG, Line, other_runs_lines, terminal_lines
+    from ..engine.session import relative_to
+    from ..reports.terminal import FLAG, Line, other_runs_lines, terminal_lines
 
     root = Path(config.rootpath)
     lines: list[Line] = []
@@ -194,7 +194,7 @@ def _record_suite_properties(config: pytest.Config, finished: list[Any]) -> None
         return
     from _pytest.junitxml import xml_key
 
-    from .reports.junit import suite_properties
+    from ..reports.junit import suite_properties
 
     xml = config.stash.get(xml_key, None)
     if xml is None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from .redaction import redact
-from .reports.html_fragments import item_extra_html, summary_html
-from .run.records import AnswerRecord
+from ..redaction import redact
+from ..reports.html_fragments import item_extra_html, summary_html
+from ..run.records import AnswerRecord
 from .stash import RECORD_ATTRIBUTE
 
 # pytest-html 4's text for a row without captured output or failure text.

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .options import resolve
-from .run.runtoken import new_run_token
+from ..options import resolve
+from ..run.runtoken import new_run_token
 
 if TYPE_CHECKING:
-    from .engine.session import EvalSession
+    from ..engine.session import EvalSession
 
 # The test-report attribute that carries an item's answer record (to the xdist controller too).
 RECORD_ATTRIBUTE = "evalmine_record"
@@ -31,7 +31,7 @@ def eval_session(config: pytest.Config) -> EvalSession:
     """The run's session object, created on first use (so plain test runs never build it)."""
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
-        from .engine.session import EvalSession, Settings
+        from ..engine.session import EvalSession, Settings
 
         settings = Settings(resolve(config.getoption, config.getini))
         session = EvalSession(

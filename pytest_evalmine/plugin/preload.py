@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .run.dispatch import Dispatcher, Progress
+    from ..run.dispatch import Dispatcher, Progress
 
 PRELOAD_KEY = pytest.StashKey[Any]()  # a streamed dispatch's SessionFinishPreload
 
@@ -21,10 +21,10 @@ PRELOAD_KEY = pytest.StashKey[Any]()  # a streamed dispatch's SessionFinishPrelo
 # the answers are in, then session finish, then the intervals after the judge (numpy loads
 # numpy.random and numpy.ma, which np.unique uses, only when they are first touched).
 SESSION_FINISH_IMPORTS = (
-    ".scoring.execution",
-    ".reports.junit",
-    ".engine.finish",
-    ".reports.terminal",
+    "..scoring.execution",
+    "..reports.junit",
+    "..engine.finish",
+    "..reports.terminal",
 )
 NUMPY_IMPORTS = ("numpy", "numpy.random", "numpy.ma")
 # Up to this many items numpy is preloaded too. Its pages (about 20 MB of RSS) would

@@ -86,9 +86,9 @@ def answer_for(item: Any, start_dispatch: Callable[[], object] | None) -> Any:
     first item of a process calls ``start_dispatch`` (the ``evalmine_answers`` fixture, so
     conftest overrides of the registries apply); later items read their outcome from the
     session. Fails the item on a provider error; re-raises a check's own exception."""
-    from .engine.session import spec_id
+    from ..engine.session import spec_id
+    from ..reports.junit import item_properties
     from .items import ItemAnswer
-    from .reports.junit import item_properties
 
     config = item.config
     session = eval_session(config)
@@ -182,7 +182,7 @@ def _short_protocol_serves(item: pytest.Item) -> bool:
         return False
     session = eval_session(item.config)
     if session.streaming is None:
-        from .engine.session import spec_id
+        from ..engine.session import spec_id
 
         return spec_id(item.spec) in session.outcomes  # the dispatch ran already
     return True
@@ -193,8 +193,8 @@ def _task_allows(item: Any) -> bool:
     protocol serves them when the closure is the plugin's own (no autouse fixture, no
     usefixtures mark, no override of ``evalmine_answer``) and every check is built in (a
     user's check may print or log, which pytest's capture keeps with the item)."""
-    from .scoring.checkers import BUILTIN
-    from .scoring.item import EXEC
+    from ..scoring.checkers import BUILTIN
+    from ..scoring.item import EXEC
 
     info = getattr(item, "_fixtureinfo", None)
     if info is None or frozenset(info.names_closure) != _OWN_CLOSURE:

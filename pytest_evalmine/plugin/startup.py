@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .options import SPEC_OPTIONS, check_given, check_values, report_root, resolve
+from ..options import SPEC_OPTIONS, check_given, check_values, report_root, resolve
 from .stash import eval_session
 
 if TYPE_CHECKING:
-    from .suite.loader import Suite
+    from ..suite.loader import Suite
 
 
 def check_options(config: pytest.Config) -> None:
     """From ``pytest_configure``: every value from the flags, the ini keys and the
     environment is parsed and checked (``pytest.UsageError``, one line naming the option);
     ``--evalmine-suite`` prepares the built-in suites it names."""
-    from .errors import EvalmineError
+    from ..errors import EvalmineError
 
     try:
         check_given(config.getoption)
@@ -29,11 +29,11 @@ def check_options(config: pytest.Config) -> None:
         check_values(values)
         report_root(Path(config.rootpath), values["report_dir"])
         if any(values[name] for name in SPEC_OPTIONS):
-            from .engine.session import Settings, check_settings
+            from ..engine.session import Settings, check_settings
 
             check_settings(Settings(values))
         if values["prices"]:
-            from .run.prices import load_prices
+            from ..run.prices import load_prices
 
             load_prices(Path(config.rootpath) / values["prices"])
         if values["suite"]:
@@ -45,7 +45,7 @@ def check_options(config: pytest.Config) -> None:
 def _add_builtin_suites(config: pytest.Config, names: list[str]) -> None:
     """``--evalmine-suite=NAME``: prepare each built-in suite file and collect it; without
     paths on the command line, only them (not the testpaths)."""
-    from .suite.builtin import materialize
+    from ..suite.builtin import materialize
 
     home = eval_session(config).home
     paths = [str(materialize(name, home)) for name in names]
@@ -58,8 +58,8 @@ def compare_problem(config: pytest.Config, suites: Iterable[Suite]) -> str | Non
     """Why ``--evalmine-compare`` names no readable run report for one of ``suites``, or
     None. Asked once the suites are selected, before any call: by collection finish, and on
     the xdist controller when a worker has collected."""
-    from .engine.finish import check_compare
-    from .errors import EvalmineError
+    from ..engine.finish import check_compare
+    from ..errors import EvalmineError
 
     try:
         check_compare(eval_session(config), suites)

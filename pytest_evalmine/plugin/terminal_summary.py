@@ -48,7 +48,7 @@ def compact_failure(record: Any) -> list[str]:
     expected and got values (and the names of any other failed checks), then the answer's
     tail on one line. An item that failed without checks (not sent: the cap, a replay miss)
     is its outcome and why."""
-    from .redaction import redact  # only when a failure is shown: off the plugin's import
+    from ..redaction import redact  # only when a failure is shown: off the plugin's import
 
     if record.error:
         return [redact(f"{record.outcome}: {record.error}")]
