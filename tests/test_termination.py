@@ -145,5 +145,6 @@ def test_three_batched_providers_under_a_cap_below_the_worst_case_all_end(
     )
     result = run(scenario, tmp_path)
     assert violations(result) == []
+    # Answers settle below their reservations: the room they free lets the waiting calls in.
     statuses = Counter(o.status for o in result.outcomes[0].values())
-    assert statuses["ok"] > 0 and statuses["budget"] > 0, statuses
+    assert set(statuses) <= {"ok", "budget"} and statuses["ok"] >= 6, statuses
