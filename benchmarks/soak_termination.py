@@ -5,6 +5,7 @@ reservation, claim or batch submission left open). It does not stop at the first
 scenario: it counts them, and prints the figures for docs/benchmarks.md.
 
     python benchmarks/soak_termination.py [--examples 300] [--max-cases 4] [--seed 0]
+        [--ways online batch mixed]
 
 Prints scenarios run, calls, outcomes by kind, the longest run and the largest ratio of a
 run's wall time to its computed bound, and each broken scenario with what it broke. Exit 1
@@ -36,7 +37,7 @@ from tests.termination_scenarios import (  # noqa: E402
 )
 
 
-def soak(examples: int, max_cases: int, random_seed: int) -> dict[str, Any]:
+def soak(examples: int, max_cases: int, random_seed: int, ways: tuple[str, ...]) -> dict[str, Any]:
     figures: dict[str, Any] = {
         "scenarios": 0,
         "calls": 0,
@@ -57,7 +58,7 @@ def soak(examples: int, max_cases: int, random_seed: int) -> dict[str, Any]:
         phases=[Phase.generate],
         suppress_health_check=list(HealthCheck),
     )
-    @given(scenarios(max_cases=max_cases))
+    @given(scenarios(max_cases=max_cases, ways=ways))
     def one(scenario: Scenario) -> None:
         with tempfile.TemporaryDirectory() as directory:
             result = run(scenario, Path(directory))
@@ -95,8 +96,14 @@ def main() -> None:
     parser.add_argument("--examples", type=int, default=300)
     parser.add_argument("--max-cases", type=int, default=4)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--ways",
+        nargs="+",
+        choices=("online", "batch", "mixed"),
+        default=["online", "batch", "mixed"],
+    )
     args = parser.parse_args()
-    figures = soak(args.examples, args.max_cases, args.seed)
+    figures = soak(args.examples, args.max_cases, args.seed, tuple(args.ways))
     print(json.dumps({k: v for k, v in figures.items() if k != "broken"}, indent=2))
     print(f"broken scenarios: {len(figures['broken'])}")
     sys.exit(1 if figures["broken"] else 0)
