@@ -51,16 +51,25 @@ ONLINE_HANG = Scenario(
     adaptive=False,
     cap_units=2.5,
 )
-BATCH_HANG = Scenario(
-    calls=tuple(Call(p, case, ()) for p in ("anthropic", "google", "openai") for case in range(3)),
-    batched=frozenset({"anthropic", "google", "openai"}),
-    retries=0,
-    concurrency=8,
-    adaptive=False,
-    cap_units=0.0,
-    cap_fraction=0.5,
-    polls_to_end={"openai": 0, "anthropic": 1, "google": 2},
-)
+
+
+def batched_everywhere(cases: int, polls: dict[str, int]) -> Scenario:
+    """3 providers x ``cases`` batched, each provider's batches ending after ``polls`` polls,
+    under a cap halfway from the estimate to the worst case."""
+    providers = ("anthropic", "google", "openai")
+    return Scenario(
+        calls=tuple(Call(p, case, ()) for p in providers for case in range(cases)),
+        batched=frozenset(providers),
+        retries=0,
+        concurrency=8,
+        adaptive=False,
+        cap_units=0.0,
+        cap_fraction=0.5,
+        polls_to_end=polls,
+    )
+
+
+BATCH_HANG = batched_everywhere(3, {"openai": 0, "anthropic": 1, "google": 2})
 
 
 def check(scenario: Scenario) -> None:
@@ -132,17 +141,7 @@ def test_three_batched_providers_under_a_cap_below_the_worst_case_all_end(
     different polls, a cap halfway from the estimate to the worst case. Calls that found room
     while a later wave was being submitted used to be left queued, never submitted, their
     claims running for ever."""
-    calls = tuple(Call(p, case, ()) for p in ("anthropic", "google", "openai") for case in range(6))
-    scenario = Scenario(
-        calls=calls,
-        batched=frozenset({"anthropic", "google", "openai"}),
-        retries=0,
-        concurrency=8,
-        adaptive=False,
-        cap_units=0.0,
-        cap_fraction=0.5,
-        polls_to_end={"openai": 1, "anthropic": 2, "google": 0},
-    )
+    scenario = batched_everywhere(6, {"openai": 1, "anthropic": 2, "google": 0})
     result = run(scenario, tmp_path)
     assert violations(result) == []
     # Answers settle below their reservations: the room they free lets the waiting calls in.
