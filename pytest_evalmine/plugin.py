@@ -442,7 +442,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     evalsession = eval_session(config)
     wanted = set(ids)
     root = Path(config.rootpath)
-    registry = _registry(config)
+    registry: AdapterRegistry | None = None
     specs: list[Any] = []
     try:
         add_conftest_checks(config)
@@ -459,6 +459,8 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
         problem = compare_problem(config, {s.suite.path: s.suite for s in specs}.values())
         if problem is not None:
             stop(problem, returncode=pytest.ExitCode.USAGE_ERROR)
+        # Built once the suites are loaded: their own ``endpoints:`` are adapters too.
+        registry = _registry(config)
         if specs:
             dispatcher = evalsession.dispatcher(registry)
             planned = evalsession.preflight(dispatcher, specs)
@@ -468,6 +470,8 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
             say(config, evalsession.cap_warning)
     except RefusedError as exc:
         providers = {spec.model.split("/", 1)[0] for spec in specs}
+        if registry is None:
+            registry = _registry(config)
         unknown = [] if registry.route_all_to else sorted(providers - set(registry.factories))
         hint = (
             f" (no adapter for {', '.join(map(repr, unknown))} on the xdist controller, which "

@@ -256,6 +256,12 @@ class EvalSession:
         provider's adapter, so its look-ups run once and its connections serve both."""
         if self._registry is None:
             self._registry = self._new_registry()
+        else:
+            # Suites loaded since it was built bring their own endpoints (the xdist
+            # controller builds it before it loads any); what is registered already stays.
+            for endpoint in self.endpoints():
+                if endpoint.name not in self._registry.factories:
+                    self._registry.register(endpoint.name, endpoint.factory())
         return self._registry
 
     def _new_registry(self) -> AdapterRegistry:
