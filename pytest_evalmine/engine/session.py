@@ -51,7 +51,7 @@ from ..run.dispatch import (
     Progress,
     Streaming,
 )
-from ..run.endpoints import Endpoint, from_suite, parse_option
+from ..run.endpoints import Endpoint, base_urls_from, from_suite, parse_option
 from ..run.loop import SessionLoop
 from ..run.prices import PriceTable, load_prices
 from ..run.records import ERROR as ERROR_OUTCOME
@@ -273,7 +273,10 @@ class EvalSession:
             raise EvalmineError(str(exc)) from None
         options = FakeOptions(latency_s=self.settings.fake_latency, faults=faults)
         return default_registry(
-            fake_everything=self.settings.fake, fake_options=options, endpoints=self.endpoints()
+            fake_everything=self.settings.fake,
+            fake_options=options,
+            endpoints=self.endpoints(),
+            base_urls=base_urls_from(),
         )
 
     def close(self) -> None:
