@@ -56,7 +56,7 @@ class Headline:
     # the unusable verdicts asked again, which were paid for too.
     @property
     def judge_calls_made(self) -> int:
-        return sum(1 for p in self.all_pairs for j in p.calls if j.attempts and not j.cached)
+        return sum(1 for p in self.all_pairs for j in p.calls if j.reached_server)
 
     @property
     def judge_calls_cached(self) -> int:

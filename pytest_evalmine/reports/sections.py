@@ -416,11 +416,13 @@ def scorecard_section(summary: RunSummary) -> Section:
     if batched:
         section.footer.append(batched)
     if summary.calls_possibly_billed:
+        # Tries, as the cap counts them: a call retried after two lost tries is two.
+        tries = summary.tries_possibly_billed
         section.footer.append(
             f"possibly billed: {money(summary.possibly_billed_usd)} over "
-            f"{summary.calls_possibly_billed} call(s) that were sent and failed (timeout, "
-            "dropped connection, broken answer); counted at their worst case toward the cap, "
-            "not in the cost above"
+            f"{tries} {'try' if tries == 1 else 'tries'} that were sent and failed (timeout, "
+            f"dropped connection, broken answer; {summary.calls_possibly_billed} call(s)); "
+            "counted at their worst case toward the cap, not in the cost above"
         )
     anomalies = summary.usage_anomalies
     if anomalies:

@@ -165,6 +165,15 @@ class RunSummary:
         return sum(r.possibly_billed_usd for r in self.records) + judge
 
     @property
+    def tries_possibly_billed(self) -> int:
+        """Tries sent that failed (answers and judge), each counted: a call retried after
+        two lost tries is two."""
+        calls: list[Any] = list(self.records) + list(self._verdicts)
+        if self.headline:
+            calls += [j for p in self.headline.all_pairs for j in p.calls]
+        return sum(call.tries_possibly_billed for call in calls)
+
+    @property
     def calls_possibly_billed(self) -> int:
         judge = (
             sum(1 for p in self.headline.all_pairs for j in p.calls if j.possibly_billed_usd)
@@ -274,7 +283,7 @@ class RunSummary:
 
     @property
     def calls_made(self) -> int:
-        return sum(1 for r in self.records if r.attempts and not r.cached)
+        return sum(1 for r in self.records if r.reached_server)
 
     @property
     def calls_cached(self) -> int:
@@ -320,6 +329,7 @@ class RunSummary:
                 "if_uncached_usd": self.if_uncached_usd,
                 "possibly_billed_usd": self.possibly_billed_usd,
                 "possibly_billed_calls": self.calls_possibly_billed,
+                "possibly_billed_tries": self.tries_possibly_billed,
                 "prices_pinned": self.prices_pinned,
             },
             "usage_anomalies": self.usage_anomalies,

@@ -29,6 +29,10 @@ class Outcome:
     attempts: int = 0
     # Worst case of tries that were sent and failed: the provider may have billed them.
     possibly_billed_usd: float = 0.0
+    # Tries that reached a server, and tries that may be billed; None where not counted
+    # (``CallAccounting`` says what is assumed then).
+    sent_tries: int | None = None
+    billed_tries: int | None = None
 
     @property
     def redactions(self) -> int:
@@ -54,7 +58,14 @@ def interrupted_outcome(key: str) -> Outcome:
     return _not_run(key, INTERRUPTED, "the run was interrupted (Ctrl-C) before this call was sent")
 
 
-def cut_off_outcome(key: str, *, attempts: int, possibly_billed_usd: float) -> Outcome:
+def cut_off_outcome(
+    key: str,
+    *,
+    attempts: int,
+    possibly_billed_usd: float,
+    sent_tries: int | None = None,
+    billed_tries: int | None = None,
+) -> Outcome:
     """A call still in flight when the Ctrl-C's grace ended: the provider may bill it."""
     return Outcome(
         key,
@@ -63,6 +74,8 @@ def cut_off_outcome(key: str, *, attempts: int, possibly_billed_usd: float) -> O
         error_kind=INTERRUPTED,
         attempts=attempts,
         possibly_billed_usd=possibly_billed_usd,
+        sent_tries=sent_tries,
+        billed_tries=billed_tries,
     )
 
 
