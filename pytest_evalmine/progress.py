@@ -94,9 +94,16 @@ def progress_printer(config: pytest.Config, what: str, *, inside_item: bool = Tr
                 # After the last item pytest may have left its progress line unfinished.
                 with capture.global_and_fixture_disabled():
                     reporter.write_line("")
+        # Answered only for answers (issue 28: "30/30 answers" when 23 were never run).
+        ended = [
+            f"{count} {how}"
+            for count, how in ((progress.failed, "failed"), (progress.not_run, "not run"))
+            if count
+        ]
         line = (
-            f"evalmine: {progress.done}/{progress.total} {what}, {progress.cached} cached, "
-            f"${progress.spent_usd:.4f} spent"
+            f"evalmine: {progress.answered}/{progress.total} {what}, "
+            + "".join(f"{part}, " for part in ended)
+            + f"{progress.cached} cached, ${progress.spent_usd:.4f} spent"
         )
         with capture.global_and_fixture_disabled():
             if reporter.isatty():

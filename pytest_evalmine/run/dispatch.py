@@ -344,9 +344,7 @@ class Dispatcher:
             )
 
         def counted(outcome: Outcome) -> Outcome:
-            progress.done += 1
-            progress.cached += outcome.cached
-            progress.spent_usd += outcome.cost_usd
+            progress.count(outcome)
             if on_outcome is not None:
                 on_outcome(outcome)
             if self.on_progress is not None:

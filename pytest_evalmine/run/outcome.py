@@ -48,9 +48,24 @@ class Outcome:
 @dataclass
 class Progress:
     total: int = 0
-    done: int = 0
+    done: int = 0  # ended, however
     cached: int = 0
     spent_usd: float = 0.0
+    # How they ended: answered (from the cache too), failed, never run (the cap, a Ctrl-C).
+    answered: int = 0
+    failed: int = 0
+    not_run: int = 0
+
+    def count(self, outcome: Outcome) -> None:
+        self.done += 1
+        self.cached += outcome.cached
+        self.spent_usd += outcome.cost_usd
+        if outcome.status == OK:
+            self.answered += 1
+        elif outcome.status in (BUDGET, INTERRUPTED, REPLAY_MISS) and not outcome.attempts:
+            self.not_run += 1
+        else:
+            self.failed += 1
 
 
 def interrupted_outcome(key: str) -> Outcome:
