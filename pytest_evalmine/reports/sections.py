@@ -485,6 +485,13 @@ def exclusions_section(headline: Headline) -> Section:
         section.lines.append(
             f"{candidate}: " + ", ".join(f"{reason} {n}" for reason, n in reasons.items())
         )
+    failures = headline.judge_failures
+    if failures:
+        # Calls, not pairs: each pair asks the judge in both orders.
+        section.lines.append(
+            f"judge calls that failed: {sum(failures.values())}; "
+            + "; ".join(f"{n} x {reason}" for reason, n in failures.items())
+        )
     return section
 
 

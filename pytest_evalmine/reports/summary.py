@@ -245,8 +245,18 @@ class RunSummary:
         return list(self.batches.get("waiting", [])) if self.batches else []
 
     @property
+    def judge_failures(self) -> dict[str, int]:
+        """The pairwise judge's failed calls by reason (``Headline.judge_failures``)."""
+        return self.headline.judge_failures if self.headline else {}
+
+    @property
     def partial(self) -> bool:
-        return self.stopped is not None or self.budget_stopped or bool(self.batch_waiting)
+        return (
+            self.stopped is not None
+            or self.budget_stopped
+            or bool(self.batch_waiting)
+            or bool(self.judge_failures)
+        )
 
     @property
     def partial_reason(self) -> str | None:
@@ -254,6 +264,9 @@ class RunSummary:
             return f"{self.stopped}, not judged"
         if self.budget_stopped:
             return "cost cap reached; some calls were not made"
+        if self.judge_failures and not self.batch_waiting:
+            failed = sum(self.judge_failures.values())
+            return f"{failed} judge call(s) failed; the pairs they judged are excluded"
         if self.batch_waiting:
             return (
                 "; ".join(
