@@ -144,7 +144,7 @@ class BinaryJudging:
     human_labels: list[CriterionLabel] = field(default_factory=list)
 
     def calls_made(self) -> int:
-        return sum(1 for v in self.verdicts if v.attempts and not v.cached)
+        return sum(1 for v in self.verdicts if v.reached_server)
 
     def calls_cached(self) -> int:
         return sum(1 for v in self.verdicts if v.cached)
