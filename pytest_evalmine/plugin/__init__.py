@@ -83,7 +83,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_report_header(config: pytest.Config) -> list[str]:
     """The run's header: built-in providers pointed at another server by their SDKs'
     variables (checked at start-up, so a bad one never gets here)."""
-    from .run.endpoints import base_urls_from, base_urls_line
+    from ..run.endpoints import base_urls_from, base_urls_line
 
     line = base_urls_line(base_urls_from())
     return [f"evalmine: {line}"] if line else []
