@@ -26,7 +26,7 @@ _EXPORTS = {
     "EvalmineError": "pytest_evalmine.errors",
     "CheckInput": "pytest_evalmine.scoring.checkers",
     "Verdict": "pytest_evalmine.scoring.checkers",
-    "NO_GOLD": "pytest_evalmine.suite.loader",
+    "NO_GOLD": "pytest_evalmine.suite.model",
 }
 
 __all__ = [
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from .errors import EvalmineError
     from .run.client import EvalClient
     from .scoring.checkers import CheckInput, Verdict
-    from .suite.loader import NO_GOLD
+    from .suite.model import NO_GOLD
 
 
 def __getattr__(name: str) -> Any:

@@ -18,6 +18,9 @@ import pytest_evalmine.adapters.aiohttp_transport  # noqa: F401
 from pytest_evalmine import redaction
 from pytest_evalmine.suite.builtin import BUILTIN_SUITES, DATA_ENV
 
+# The variables the built-in providers read for their base URL (run/endpoints.py).
+BASE_URL_NAMES = ("ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "OPENAI_BASE_URL")
+
 # The statistics import numpy and scipy when first needed. pytester's in-process runs unload
 # every module imported during the run, and numpy refuses to load twice in one process, so
 # the test process loads them once, up front (a real pytest run imports them once anyway).
@@ -88,7 +91,8 @@ PUBLIC_DATA_OVERRIDE = os.environ.get(DATA_ENV)
 
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("EVALMINE_MAX_COST", "EVALMINE_HOME", DATA_ENV):
+    # The providers' base-URL variables too: a developer's gateway must not redirect tests.
+    for name in ("EVALMINE_MAX_COST", "EVALMINE_HOME", DATA_ENV, *BASE_URL_NAMES):
         monkeypatch.delenv(name, raising=False)
     # A process redacts every key it ever loaded; pytester's in-process runs share this one,
     # so each test starts with none, as a pytest process of its own would (a key an earlier

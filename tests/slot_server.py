@@ -6,8 +6,11 @@ up still holds its slot until served, as a server without cancellation does.
 Optional misbehaviour: ``declare_slots`` answers llama.cpp's ``GET /props`` with
 ``total_slots``; ``burst_429`` answers 429 with a ``Retry-After`` to requests arriving while
 a burst is on (the misbehaving server of a rate-limited gateway): ``(start_s, length_s)``
-after the first request. ``headers`` go with every answer (a provider's rate-limit headers);
-``shape="anthropic"`` answers as Anthropic's Messages API does.
+after the first request (benchmarks: how many calls a burst catches depends on the machine);
+``refuse_posts`` answers 429 to the POSTs of those numbers (0 is the first), whatever the
+clock says (tests: the same refusals on a loaded machine as on a quiet one). ``headers`` go
+with every answer (a provider's rate-limit headers); ``shape="anthropic"`` answers as
+Anthropic's Messages API does.
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ class SlotServer:
     declare_slots: bool = False
     # 429 to the POSTs arriving from start_s to start_s + length_s after the first one.
     burst_429: tuple[float, float] | None = None
+    # 429 to the POSTs of these numbers, counted from 0 in the order they arrive.
+    refuse_posts: range | None = None
     retry_after_s: float = 0.2
     headers: dict[str, str] = field(default_factory=dict)
     shape: str = "openai"
@@ -69,6 +74,7 @@ class SlotServer:
             burst = self.burst_429 is not None and (
                 self.burst_429[0] <= since < self.burst_429[0] + self.burst_429[1]
             )
+            burst = burst or (self.refuse_posts is not None and number in self.refuse_posts)
             if burst:
                 self.refused += 1
             else:

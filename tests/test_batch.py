@@ -291,7 +291,8 @@ def test_batches_split_under_the_request_and_byte_limits(
     monkeypatch.setattr(batch_openai.OpenAIBatch, "max_requests", 3)
     _first, outcomes = run(server, tmp_path / "a.sqlite", requests_for(7, "openai"))
     assert [o.status for o in outcomes] == [OK] * 7
-    assert [len(b.requests) for b in server.provider.batches.values()] == [3, 3, 1]
+    # Submitted at once, so the server may see them in any order.
+    assert sorted(len(b.requests) for b in server.provider.batches.values()) == [1, 3, 3]
     monkeypatch.setattr(batch_anthropic.AnthropicBatch, "max_bytes", 700)
     _second, outcomes = run(server, tmp_path / "b.sqlite", requests_for(5, "anthropic"))
     assert [o.status for o in outcomes] == [OK] * 5

@@ -220,3 +220,22 @@ def test_replay_without_a_remembered_listing_misses(
     result = pytester.runpytest(endpoint, "--evalmine-record=none")
     result.assert_outcomes(failed=6)
     assert len(server.requests) == 7, "replay sent nothing, not even GET /models"
+
+
+def test_endpoints_declared_in_the_suite_serve_under_xdist(
+    pytester: pytest.Pytester, server: LoopbackServer
+) -> None:
+    # Issue 28: -n 2 refused a suite's own endpoints ("no adapter for provider 'local' ... on
+    # the xdist controller") while the same endpoint given as --evalmine-endpoint ran.
+    text = ENDPOINT_SUITE.replace(
+        "tasks:", f"endpoints:\n  local: {{base_url: '{server.url}/v1', cost: free}}\ntasks:"
+    )
+    pytester.makefile(".eval.yaml", small=text)
+    # Each process looks the server's models up: the listing to every GET, whoever asks.
+    server.respond = lambda received: (
+        Reply.json(200, MODELS) if received.method == "GET" else chat_reply('{"category": "bug"}')
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
+    assert "no adapter for" not in result.stdout.str()
+    result.assert_outcomes(passed=6)
+    assert len(chat_requests(server)) == 6

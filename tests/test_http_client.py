@@ -229,6 +229,10 @@ async def test_a_refused_connection_is_a_connection_error_never_sent() -> None:
         async with new_client(url) as client:
             error = await failure(client, url)
     assert (error.kind, error.retryable, error.possibly_billed) == ("connection", True, False)
+    # In our words (issue 28): aiohttp's said "Cannot connect to host ... ssl:default [...]"
+    # of a plain http URL.
+    host_port = url.removeprefix("http://")
+    assert str(error) == f"connection to {url} failed: connection refused by {host_port}"
 
 
 @contextmanager

@@ -387,3 +387,29 @@ def test_a_cached_rerun_of_checked_answers_estimates_its_judge_calls_as_cached(
     assert rerun.ret == pytest.ExitCode.TESTS_FAILED
     cost = latest_report(pytester.path)["cost"]
     assert (cost["estimate_usd"], cost["worst_case_usd"], cost["spent_usd"]) == (0.0, 0.0, 0.0)
+
+
+def test_a_dead_judge_server_names_its_failures_and_marks_the_run_partial(
+    pytester: pytest.Pytester,
+) -> None:
+    # Issue 28: 32 judge calls failed with "connection refused", and the terminal and
+    # report.md said only "judge_error 16" (pairs, not calls), in a run not marked partial.
+    from .http_server import refused_url
+
+    pytester.makefile(".eval.yaml", judged=JUDGED_SUITE.replace("fake/judge", "local/judge"))
+    with refused_url() as url:
+        result = pytester.runpytest(
+            f"--evalmine-endpoint=local={url}/v1,free", "--evalmine-retries=0"
+        )
+    result.assert_outcomes(passed=6)
+    host_port = url.removeprefix("http://")
+    why = f"connection: connection to {url} failed: connection refused by {host_port}"
+    failed = f"judge calls that failed: 6; 6 x {why}"
+    report = latest_report(pytester.path)
+    assert report["partial"] is True
+    assert report["partial_reason"] == "6 judge call(s) failed; the pairs they judged are excluded"
+    assert report["headline"]["exclusions"] == {"fake/beta": {"judge_error": 3}}
+    run_dir = pytester.path / "reports" / "small" / report["run_id"]
+    markdown = (run_dir / "report.md").read_text()
+    assert failed in markdown and "PARTIAL RUN" in markdown
+    assert failed in " ".join(result.stdout.str().split())

@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from types import FrameType
 
 import pytest
 
@@ -32,6 +33,10 @@ ROOT_MODULES = {"__init__", "errors", "exitcodes", "options", "redaction"}
 MAX_ROOT_MODULES = 6
 COMMANDS = "pytest_evalmine.commands"  # the evalmine command and the MCP server
 ROOT_MODULE = NAME  # pytest_evalmine/__init__.py: version and lazy re-exports
+# Loading a suite, lowest first: a stage reaches (imports, directly or through a helper such as
+# template or task_schema) only the stages before it, and load_suite calls each once in order.
+SUITE_PIPELINE = ["model", "reading", "validate", "resolve", "build", "loader"]
+SUITE_STAGES = ["reading", "validate", "resolve", "build"]
 
 
 def module_name(path: Path) -> str:
@@ -52,11 +57,18 @@ def layer_of(module: str) -> int:
     raise AssertionError(f"{module} is in no layer: add its package to LAYERS and the spec")
 
 
-def imports_of(path: Path, module: str) -> set[str]:
-    """Every module (of this package, or pytest) that ``path`` imports, anywhere in it."""
+def imports_of(path: Path, module: str, typing_too: bool = True) -> set[str]:
+    """Every module (of this package, or pytest) that ``path`` imports, anywhere in it;
+    without ``typing_too``, not those under ``if TYPE_CHECKING:`` (never imported at run
+    time: they name types)."""
     is_package = path.name == "__init__.py"
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+    tree = ast.parse(path.read_text("utf-8"))
+    if not typing_too:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING"):
+                node.body = []
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -74,18 +86,30 @@ def imports_of(path: Path, module: str) -> set[str]:
     return found
 
 
-def package_graph() -> dict[str, set[str]]:
+def package_graph(typing_too: bool = True) -> dict[str, set[str]]:
     modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for module, path in modules.items():
         targets = set()
-        for target in imports_of(path, module):
+        for target in imports_of(path, module, typing_too):
             if target == "pytest" or target.startswith("pytest."):
                 targets.add("pytest")
             elif target in modules and target != module:
                 targets.add(target)
         graph[module] = targets
     return graph
+
+
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    found: set[str] = set()
+    pending = [start]
+    while pending:
+        for target in graph.get(pending.pop(), ()):
+            if target not in found:
+                found.add(target)
+                pending.append(target)
+    return found
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -191,7 +215,7 @@ def test_every_subpackage_says_what_it_owns() -> None:
 MAX_MODULE_LINES = 800
 # Modules still being split under issue 29 in other branches: each entry goes once its split
 # lands (the test below says so), and no other module may pass the limit meanwhile.
-SPLIT_PENDING = {"suite/loader.py"}
+SPLIT_PENDING: set[str] = set()
 
 
 def module_lengths() -> dict[str, int]:
@@ -239,6 +263,45 @@ def test_the_entry_points_name_what_the_package_holds() -> None:
         assert not attribute or callable(getattr(loaded, attribute, None)), target
 
 
+def test_suite_pipeline_imports_only_earlier_stages() -> None:
+    graph = package_graph(typing_too=False)
+    stages = [f"{NAME}.suite.{stage}" for stage in SUITE_PIPELINE]
+    assert all(stage in graph for stage in stages), sorted(set(stages) - set(graph))
+    upward = [
+        f"{stage} reaches {later}"
+        for rank, stage in enumerate(stages)
+        for later in stages[rank + 1 :]
+        if later in reachable(graph, stage)
+    ]
+    assert upward == []
+
+
+def test_loading_a_suite_enters_each_stage_once() -> None:
+    """load_suite calls one function of each stage module, in pipeline order, and nothing
+    else of the package: read on the example suite, which has a schema file, a cases file,
+    variants and labels, so every stage has work to do."""
+    import sys
+
+    from pytest_evalmine.suite.loader import load_suite
+
+    code = load_suite.__code__
+    entered: list[str] = []
+
+    def record(frame: FrameType, event: str, _arg: object) -> None:
+        module = frame.f_globals.get("__name__", "")
+        called_by_load_suite = frame.f_back is not None and frame.f_back.f_code is code
+        if event == "call" and called_by_load_suite and module.startswith(f"{NAME}."):
+            entered.append(module.removeprefix(f"{NAME}.suite."))
+
+    sys.setprofile(record)
+    try:
+        suite = load_suite(PACKAGE.parent / "examples" / "support-desk.eval.yaml")
+    finally:
+        sys.setprofile(None)
+    assert suite.tasks and suite.labels
+    assert entered == SUITE_STAGES
+
+
 @pytest.mark.parametrize(
     ("graph", "expected"),
     [
@@ -260,6 +323,23 @@ def test_rules_catch_an_upward_and_a_pytest_import(tmp_path: Path) -> None:
     assert "pytest" in found
     assert "pytest_evalmine.reports.files" in found
     assert layer_of("pytest_evalmine.reports.files") > layer_of("pytest_evalmine.stats.bad")
+
+
+def test_an_import_for_typing_only_is_told_apart(tmp_path: Path) -> None:
+    """The pipeline rule reads what a module imports when it runs: a type named under
+    ``if TYPE_CHECKING:`` is no import, anything else is, however far it is reached."""
+    module = tmp_path / "pytest_evalmine" / "suite" / "model.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(
+        "from typing import TYPE_CHECKING\nfrom .template import parse_template\n"
+        "if TYPE_CHECKING:\n    from .refs import SchemaRefs\n"
+    )
+    name = "pytest_evalmine.suite.model"
+    assert "pytest_evalmine.suite.refs" in imports_of(module, name)
+    assert "pytest_evalmine.suite.refs" not in imports_of(module, name, typing_too=False)
+    assert "pytest_evalmine.suite.template" in imports_of(module, name, typing_too=False)
+    graph = {"model": {"template"}, "template": {"problems", "reading"}, "reading": set()}
+    assert reachable(graph, "model") == {"template", "problems", "reading"}
 
 
 def test_public_names_are_lazy_and_importable() -> None:

@@ -330,11 +330,52 @@ def test_possibly_billed_calls_are_in_the_report(pytester: pytest.Pytester) -> N
     result.assert_outcomes(errors=6)
     report = latest_report(pytester.path)
     assert report["cost"]["possibly_billed_calls"] == 6
+    assert report["cost"]["possibly_billed_tries"] == 6
     assert report["cost"]["possibly_billed_usd"] > 0
     assert report["cost"]["spent_usd"] == 0
     markdown = (newest_run_dir(pytester.path) / "report.md").read_text()
-    assert "over 6 call(s) that were sent and failed" in markdown
+    assert "over 6 tries that were sent and failed" in markdown
     assert "possibly billed" in " ".join(result.stdout.str().split())
+
+
+def test_possibly_billed_counts_every_try_sent_and_each_call_that_reached_a_server(
+    pytester: pytest.Pytester,
+) -> None:
+    # Issue 28: "possibly billed over 8 call(s)" when 10 tries were sent; "calls: 12 made"
+    # when 9 never connected. Here every try is sent and dropped, and retried once.
+    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
+    with running_server() as server:
+        _serve(server, Reply(drop=True))
+        result = pytester.runpytest(
+            f"--evalmine-endpoint=local={server.url}/v1,input=1,output=2",
+            "--evalmine-retries=1",
+        )
+    result.assert_outcomes(errors=6)
+    report = latest_report(pytester.path)
+    assert report["cost"]["possibly_billed_calls"] == 6
+    assert report["cost"]["possibly_billed_tries"] == 12
+    assert report["calls"]["made"] == 6
+    markdown = (newest_run_dir(pytester.path) / "report.md").read_text()
+    assert "over 12 tries that were sent and failed" in markdown
+    assert "6 call(s)" in markdown
+
+
+def test_a_call_that_never_connected_was_not_made(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
+    with refused_url() as url:
+        result = pytester.runpytest(
+            f"--evalmine-endpoint=local={url}/v1,input=1,output=2",
+            "--evalmine-retries=2",
+        )
+    result.assert_outcomes(errors=6)
+    report = latest_report(pytester.path)
+    assert report["calls"]["made"] == 0
+    assert report["cost"]["possibly_billed_calls"] == 0
+    assert report["cost"]["possibly_billed_usd"] == 0
+    result.stdout.fnmatch_lines(["*calls: 0 made, 0 cached*"])
+    host_port = url.removeprefix("http://")
+    result.stdout.fnmatch_lines([f"*connection refused by {host_port}*"])
+    assert "ssl:default" not in result.stdout.str()
 
 
 # --- item 4: impossible usage is clamped, flagged and reported ---------------------------------

@@ -206,6 +206,9 @@ def test_pair_to_dict_is_json_with_candidate_verdict_per_pass() -> None:
         "error",
         "error_kind",
         "redactions",
+        # its tries that reached a server and that may be billed (spec section 11)
+        "sent_tries",
+        "billed_tries",
         # the provider's prompt cache (spec section 14)
         "cached_input_tokens",
         "cache_write_tokens",

@@ -215,6 +215,8 @@ def test_cap_reached_mid_run_stops_marks_partial_and_exits_11(
     assert report["calls"]["made"] == 6 - not_run
     assert 0 < report["cost"]["spent_usd"] <= cap
     result.stdout.fnmatch_lines(["*not_run_budget: not run: the cost cap*", "*PARTIAL RUN*"])
+    # The live line counts answers as answers (issue 28: "30/30 answers" when 23 never ran).
+    result.stdout.fnmatch_lines([f"evalmine: {6 - not_run}/6 answers, {not_run} not run, *"])
 
 
 def test_report_files(pytester: pytest.Pytester, small_suite: Path) -> None:

@@ -47,8 +47,7 @@ def path_without_bwrap() -> Iterator[str]:
     """PATH as it is, except that each folder holding ``bwrap`` is replaced by a folder of
     links to everything else in it: the same commands, in the same order, and no bwrap. The
     folders are world-readable: the fallback's commands run as another user."""
-    shims = Path(tempfile.mkdtemp(prefix="evalmine-nobwrap-"))
-    shims.chmod(0o755)
+    shims = world_readable_folder("evalmine-nobwrap-")
     entries: list[str] = []
     for number, folder in enumerate(os.environ.get("PATH", "").split(os.pathsep)):
         if not (Path(folder) / "bwrap").exists():
@@ -62,6 +61,17 @@ def path_without_bwrap() -> Iterator[str]:
         entries.append(str(shim))
     yield os.pathsep.join(entries)
     shutil.rmtree(shims)
+
+
+def world_readable_folder(prefix: str) -> Path:
+    """A new 0755 folder every user can reach: under the temporary folder when each of its
+    ancestors lets every user through, else under /tmp (a TMPDIR in a 0700 home is not)."""
+    base = Path(tempfile.gettempdir()).resolve()
+    if not all(os.stat(folder).st_mode & stat.S_IXOTH for folder in (base, *base.parents)):
+        base = Path("/tmp")
+    folder = Path(tempfile.mkdtemp(prefix=prefix, dir=base))
+    folder.chmod(0o755)
+    return folder
 
 
 def require_bubblewrap() -> None:
@@ -282,17 +292,22 @@ def test_nothing_written_outside_the_check_stays(kind: str) -> None:
 def test_what_an_answer_can_read(box: CheckSandbox, kind: str) -> None:
     # Issue 20: an answer read every world-readable file, the cache database and the suite
     # file with its gold answers among them.
-    project = Path(tempfile.mkdtemp(prefix="evalmine-project-"))
+    # The world-readable files are the test's own, in a 0755 tree it makes: where the clone
+    # lives (a 0700 home, a `mktemp -d`) must not decide what the fallback's user can see.
+    project = world_readable_folder("evalmine-project-")
     try:
-        project.chmod(0o755)
         suite, cache = project / "suite.eval.yaml", project / "evalmine-home" / "cache.sqlite"
-        cache.parent.mkdir(mode=0o755)
+        a_file_elsewhere = project / "elsewhere" / "notes.txt"
+        for path in (suite, cache, a_file_elsewhere):
+            path.parent.mkdir(mode=0o755, exist_ok=True)
+            path.parent.chmod(0o755)  # whatever the umask
         suite.write_text("gold: the-secret-gold\n")
         cache.write_text("the-cached-answers\n")
-        for path in (suite, cache):
+        a_file_elsewhere.write_text("anything\n")
+        for path in (suite, cache, a_file_elsewhere):
             path.chmod(0o644)
-        elsewhere = [REPOSITORY / "pyproject.toml", "/home", "/root", "/etc/shadow", "/var"]
-        elsewhere += ["/etc/hostname", "/opt", "/srv", "/sys"]
+        elsewhere = [a_file_elsewhere, REPOSITORY / "pyproject.toml", "/home", "/root"]
+        elsewhere += ["/etc/shadow", "/var", "/etc/hostname", "/opt", "/srv", "/sys"]
         script = f"cat {suite} {cache}; wc -l < /etc/passwd; " + "; ".join(
             f"test -e {path} && echo present {path}" for path in elsewhere
         )
@@ -307,7 +322,7 @@ def test_what_an_answer_can_read(box: CheckSandbox, kind: str) -> None:
     else:
         # What the fallback cannot promise: every world-readable file is readable.
         assert lines[:2] == ["gold: the-secret-gold", "the-cached-answers"], result.stdout
-        assert f"present {REPOSITORY / 'pyproject.toml'}" in lines
+        assert f"present {a_file_elsewhere}" in lines
 
 
 def test_under_bubblewrap_its_tmpfs_hold_at_most_file_mb() -> None:
@@ -412,7 +427,7 @@ def test_the_pool_is_bounded(monkeypatch: pytest.MonkeyPatch, path_without_bwrap
     # Counted in a folder every check can write to: only the fallback has one (the pool does
     # not depend on the sandbox).
     monkeypatch.setenv("PATH", path_without_bwrap)
-    shared = Path(tempfile.mkdtemp(prefix="evalmine-pool-"))
+    shared = world_readable_folder("evalmine-pool-")
     shared.chmod(stat.S_IRWXU | stat.S_IRWXG | stat.S_IRWXO | stat.S_ISVTX)
     try:
         command = (
@@ -530,8 +545,7 @@ def test_a_run_of_hostile_answers(
     from .conftest import latest_answers, latest_report, newest_run_dir
 
     marker = token()
-    project = Path(tempfile.mkdtemp(prefix="evalmine-project-"))
-    project.chmod(0o755)
+    project = world_readable_folder("evalmine-project-")
     home = project / "evalmine-home"
     monkeypatch.setenv("EVALMINE_HOME", str(home))
     places = [f"/tmp/{marker}", f"/dev/shm/{marker}", f"/var/tmp/{marker}"]

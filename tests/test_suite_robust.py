@@ -16,6 +16,7 @@ from pytest_evalmine.errors import SuiteError
 from pytest_evalmine.scoring.checks import check_answer
 from pytest_evalmine.suite import reading
 from pytest_evalmine.suite.loader import load_suite
+from pytest_evalmine.suite.problems import MAX_ERRORS
 from pytest_evalmine.suite.reading import looks_like_api_key
 
 HEAD = "version: 1\nsuite: s\nmodels: [fake/a]\n"
@@ -221,8 +222,8 @@ def test_several_mistakes_are_all_reported_sorted_by_path(tmp_path: Path) -> Non
 def test_many_mistakes_are_capped(tmp_path: Path) -> None:
     cases = ", ".join(f"{{id: c{i}, extra: 1}}" for i in range(50))
     lines = str(refused(write(tmp_path, HEAD + task(cases=f"[{cases}]")))).splitlines()
-    assert len(lines) == reading.MAX_ERRORS + 1
-    assert lines[-1].endswith(f"{50 - reading.MAX_ERRORS} more problem(s) not shown")
+    assert len(lines) == MAX_ERRORS + 1
+    assert lines[-1].endswith(f"{50 - MAX_ERRORS} more problem(s) not shown")
     assert "$.tasks[0].cases[2]" in lines[2]  # numeric order, not text order
 
 

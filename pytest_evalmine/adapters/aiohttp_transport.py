@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import AsyncIterator
+from errno import ECONNREFUSED
 from typing import Any
 
 import aiohttp
@@ -176,6 +177,25 @@ class _Body(httpx.AsyncByteStream):
             raise
 
 
+def _connect_failure(cause: aiohttp.ClientConnectorError) -> str:
+    """What stopped the connection, in our words: aiohttp's ("Cannot connect to host H:P
+    ssl:default [Connect call failed ...]") names a TLS setting even for a plain http URL."""
+    where = f"{cause.host}:{cause.port}"
+    reason = cause.os_error
+    why = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
+    if isinstance(cause, aiohttp.ClientConnectorDNSError):
+        return f"cannot resolve host {cause.host} ({why})"
+    if isinstance(cause, aiohttp.ClientConnectorCertificateError):
+        return f"certificate of {where} refused: {cause.certificate_error}"
+    if isinstance(cause, aiohttp.ClientConnectorSSLError):
+        return f"TLS handshake with {where} failed: {why}"
+    if isinstance(cause, aiohttp.ClientProxyConnectionError):
+        return f"cannot connect to the proxy {where}: {why}"
+    if isinstance(reason, ConnectionRefusedError) or getattr(reason, "errno", None) == ECONNREFUSED:
+        return f"connection refused by {where}"
+    return f"cannot connect to {where}: {why}"
+
+
 def _raise_as_httpx(exc: Exception, request: httpx.Request) -> None:
     """Raises the httpx exception for an aiohttp failure, whether raised as it is or already
     mapped by httpx-aiohttp (the original is then its cause), and ``LocalProtocolError`` for
@@ -187,7 +207,9 @@ def _raise_as_httpx(exc: Exception, request: httpx.Request) -> None:
         raise httpx.LocalProtocolError(f"the request cannot be sent: {cause}", request=request)
     if not isinstance(cause, aiohttp.ClientError):
         return
-    if isinstance(cause, aiohttp.ClientResponseError):
+    if isinstance(cause, aiohttp.ClientConnectorError):
+        text = _connect_failure(cause)
+    elif isinstance(cause, aiohttp.ClientResponseError):
         text = cause.message
     elif isinstance(cause, aiohttp.ServerDisconnectedError) and not isinstance(cause.message, str):
         # Its message is then the response head read so far, not words.

@@ -32,6 +32,7 @@ from .http import (
     error_message,
     post_json,
     schema_instruction,
+    server_in_key,
     with_rate_limit,
 )
 
@@ -132,6 +133,9 @@ def transform_schema(schema: Any) -> Any:
     return out
 
 
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+
+
 class AnthropicAdapter:
     """Claude over the Messages API; the key is read from the environment at call time."""
 
@@ -142,11 +146,17 @@ class AnthropicAdapter:
     declares_limits = True
 
     def __init__(
-        self, api_key_env: str = "ANTHROPIC_API_KEY", base_url: str = "https://api.anthropic.com"
+        self, api_key_env: str = "ANTHROPIC_API_KEY", base_url: str = DEFAULT_BASE_URL
     ) -> None:
         self.api_key_env = api_key_env
         self.base_url = base_url.rstrip("/")
         self._clients = ClientHolder(self.base_url)
+        # Another server (a gateway, ANTHROPIC_BASE_URL) enters the cache key, as an
+        # endpoint's does; Anthropic's own keys stay as they were.
+        self._server = server_in_key(self.base_url, DEFAULT_BASE_URL)
+
+    def key_extra(self, request: Request) -> dict[str, Any]:
+        return {"base_url": self._server} if self._server is not None else {}
 
     def check_ready(self) -> None:
         api_key_from_env(self.api_key_env, self.name)

@@ -220,6 +220,13 @@ class AdapterError(EvalmineError):
             return self.possibly_billed
         return self.kind in ("timeout", "connection", "malformed_response")
 
+    @property
+    def reached_server(self) -> bool:
+        """Whether the try reached a server: it answered with a status, or the request was
+        sent and then lost. A refused connection, a connect timeout, a missing key or a
+        request that cannot be built never did."""
+        return self.status is not None or self.may_have_been_billed
+
 
 @runtime_checkable
 class Adapter(Protocol):

@@ -38,6 +38,7 @@ from .http import (
     error_from_status,
     error_message,
     post_json,
+    server_in_key,
 )
 
 DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
@@ -416,6 +417,12 @@ class GeminiAdapter:
         self.api_key_env = api_key_env
         self.base_url = base_url.rstrip("/")
         self._clients = ClientHolder(self.base_url)
+        # Another server (a gateway, GOOGLE_GEMINI_BASE_URL) enters the cache key, as an
+        # endpoint's does; Google's own keys stay as they were.
+        self._server = server_in_key(self.base_url, DEFAULT_BASE_URL)
+
+    def key_extra(self, request: Request) -> dict[str, Any]:
+        return {"base_url": self._server} if self._server is not None else {}
 
     # -- planning ------------------------------------------------------------------------------
 

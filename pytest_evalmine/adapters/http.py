@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -93,6 +94,35 @@ class ClientHolder:
         self._client, self._loop = None, None
         if client is not None and not client.is_closed and loop is _running_loop():
             await client.aclose()
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normalised_base_url(url: str) -> str:
+    """The server a base URL names, spelled one way (it enters an endpoint's cache key):
+    scheme and host lowercased, the scheme's default port dropped, trailing slashes dropped.
+    User info, query and fragment are left out: they name no other server, and a secret may
+    sit in them. The path keeps its case (servers may tell ``/V1`` from ``/v1``)."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # IPv6
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:  # not a number: kept as written
+        port = parts.netloc.rpartition(":")[2] or None
+    netloc = host if port in (None, _DEFAULT_PORTS.get(scheme)) else f"{host}:{port}"
+    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
+
+
+def server_in_key(base_url: str, default: str) -> str | None:
+    """The normalised ``base_url`` when it names another server than the provider's
+    ``default`` (it then enters the cache key: a gateway's answers never mix with the
+    provider's), else None (the provider's own keys stay as they were)."""
+    server = normalised_base_url(base_url)
+    return None if server == normalised_base_url(default) else server
 
 
 def client_options_for(base_url: str) -> dict[str, Any]:

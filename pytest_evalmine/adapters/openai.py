@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..redaction import redact
 from .base import (
@@ -33,6 +32,7 @@ from .http import (
     error_from_status,
     error_message,
     get_json,
+    normalised_base_url,
     post_json,
     schema_instruction,
     with_rate_limit,
@@ -73,25 +73,6 @@ _STRICT_FORMATS = frozenset(
 )
 _FINISH_REASONS = {"stop": "stop", "length": "length", "content_filter": "content_filter"}
 OPENAI_BASE_URL = "https://api.openai.com/v1"
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def normalised_base_url(url: str) -> str:
-    """The server a base URL names, spelled one way (it enters an endpoint's cache key):
-    scheme and host lowercased, the scheme's default port dropped, trailing slashes dropped.
-    User info, query and fragment are left out: they name no other server, and a secret may
-    sit in them. The path keeps its case (servers may tell ``/V1`` from ``/v1``)."""
-    parts = urlsplit(url.strip())
-    scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
-    if ":" in host:  # IPv6
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:  # not a number: kept as written
-        port = parts.netloc.rpartition(":")[2] or None
-    netloc = host if port in (None, _DEFAULT_PORTS.get(scheme)) else f"{host}:{port}"
-    return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
 
 
 def accepts_sampling(model: str) -> bool:

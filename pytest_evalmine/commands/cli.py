@@ -213,8 +213,12 @@ def _suite_name(args: argparse.Namespace) -> str:
 def cmd_validate(args: argparse.Namespace) -> int:
     from ..engine.catalog import validate
     from ..reports.render import counted
+    from ..run.endpoints import base_urls_from, base_urls_line
 
     session = _session(args)
+    line = base_urls_line(base_urls_from())  # a bad variable: exit 4, from main
+    if line is not None:
+        print(line)
     worst = 0
     for given in args.suites:
         try:

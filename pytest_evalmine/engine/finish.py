@@ -37,6 +37,7 @@ from ..reports.cross_run import recorded_builds
 from ..reports.files import write_run
 from ..reports.summary import RunSummary, summarize
 from ..run.dispatch import Dispatcher, Progress
+from ..run.endpoints import base_urls_from, base_urls_line
 from ..run.records import AnswerRecord
 from ..suite.canonical import sha256_hex
 from ..suite.content import task_content_hashes
@@ -121,7 +122,7 @@ def finish_run(
             record_mode=session.record_mode,
             adapter_routing="fake (every model routed to the fake adapter)"
             if session.settings.fake
-            else "by provider prefix",
+            else "; ".join(filter(None, ["by provider prefix", base_urls_line(base_urls_from())])),
             prices_pinned=session.prices.pinned,
             command=command,
             task_hashes={t["id"]: sha256_hex(t) for t in suite.document["tasks"]},

@@ -14,7 +14,7 @@ from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
 from ..options import cache_path, check_values, evalmine_home, project_folders, record_mode
 from ..run.batch import BatchSession, parse_batch
-from ..run.endpoints import Endpoint, from_suite, parse_option
+from ..run.endpoints import Endpoint, base_urls_from, from_suite, parse_option
 from ..run.prices import PriceTable, load_prices
 from ..run.runtoken import new_run_token
 from ..run.store import Store
@@ -121,6 +121,12 @@ class Foundations:
         provider's adapter, so its look-ups run once and its connections serve both."""
         if self._registry is None:
             self._registry = self._new_registry()
+        else:
+            # Suites loaded since it was built bring their own endpoints (the xdist
+            # controller builds it before it loads any); what is registered already stays.
+            for endpoint in self.endpoints():
+                if endpoint.name not in self._registry.factories:
+                    self._registry.register(endpoint.name, endpoint.factory())
         return self._registry
 
     def _new_registry(self) -> AdapterRegistry:
@@ -132,7 +138,10 @@ class Foundations:
             raise EvalmineError(str(exc)) from None
         options = FakeOptions(latency_s=self.settings.fake_latency, faults=faults)
         return default_registry(
-            fake_everything=self.settings.fake, fake_options=options, endpoints=self.endpoints()
+            fake_everything=self.settings.fake,
+            fake_options=options,
+            endpoints=self.endpoints(),
+            base_urls=base_urls_from(),
         )
 
     def batching(self) -> BatchSession | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..stats.ppi import PPIEstimate, ppi_mean
 from ..stats.sampling import HASH_RULE, hash_rank, in_hash_sample
-from ..suite.loader import Suite
+from ..suite.model import Suite
 from .pairs import Pair
 
 # The default audit fraction aims at this many pairs per candidate.

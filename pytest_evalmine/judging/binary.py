@@ -13,7 +13,7 @@ from ..stats.misclassification import CorrectedRate, rogan_gladen
 from ..stats.ppi import PPIEstimate, ppi_mean
 from ..stats.proportions import Proportion
 from ..stats.sampling import in_hash_sample
-from ..suite.loader import CriterionLabel, Suite
+from ..suite.model import CriterionLabel, Suite
 from .criteria import FAIL, PASS, CriterionVerdict, criteria_record, criterion_texts
 
 # The share of cases whose labels measure the judge; the rest (the dev split) are for a
@@ -144,7 +144,7 @@ class BinaryJudging:
     human_labels: list[CriterionLabel] = field(default_factory=list)
 
     def calls_made(self) -> int:
-        return sum(1 for v in self.verdicts if v.attempts and not v.cached)
+        return sum(1 for v in self.verdicts if v.reached_server)
 
     def calls_cached(self) -> int:
         return sum(1 for v in self.verdicts if v.cached)

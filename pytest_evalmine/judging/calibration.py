@@ -11,7 +11,7 @@ from typing import Any
 from ..stats.estimators import Interval, Kappa, cohen_kappa, interval_dict, seed_from
 from ..stats.proportions import Proportion
 from ..stats.resample import kappa_interval
-from ..suite.loader import Label
+from ..suite.model import Label
 from .pairs import Pair
 
 NO_LABELS, UNDEFINED, INSUFFICIENT, BELOW_FLOOR, OK = (

@@ -11,7 +11,7 @@ from ..adapters.base import Request
 from ..run.dispatch import OK, Dispatcher, Outcome
 from ..run.records import FAILED, PASSED, AnswerRecord, CallAccounting
 from ..suite.canonical import sha256_hex
-from ..suite.loader import Criterion, Suite
+from ..suite.model import Criterion, Suite
 from .judge import parsed_verdict, task_prompt
 
 CRITERION_TEMPLATE_VERSION = "1"

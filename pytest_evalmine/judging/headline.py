@@ -4,14 +4,17 @@ dispatcher, and gets back one ``Headline`` for the reports."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from ..run.dispatch import Dispatcher
+from ..run.outcome import ERROR
 from ..run.records import AnswerRecord
-from ..suite.loader import Suite
+from ..suite.model import Suite
 from .audit import AUDIT_HASH, AuditEstimate, audit_estimates, audit_fraction, mark_audit_sample
 from .calibration import Calibration, calibrate, calibrate_per_candidate
 from .judge import JudgeRecord, judge_pairs, judge_record, task_prompt
@@ -19,6 +22,10 @@ from .pairs import Pair, apply_check_overrides, plan_pairs
 from .winrate import PositionBias, WinRate, exclusions, position_bias, win_rates
 
 DAGGER = "\u2020"
+
+
+# A failed call's error ends with its tries (and why it was not retried): grouped without them.
+_AFTER_ATTEMPTS = re.compile(r" \(after \d+ attempt\(s\)\).*$", re.DOTALL)
 
 
 @dataclass
@@ -56,7 +63,7 @@ class Headline:
     # the unusable verdicts asked again, which were paid for too.
     @property
     def judge_calls_made(self) -> int:
-        return sum(1 for p in self.all_pairs for j in p.calls if j.attempts and not j.cached)
+        return sum(1 for p in self.all_pairs for j in p.calls if j.reached_server)
 
     @property
     def judge_calls_cached(self) -> int:
@@ -88,6 +95,19 @@ class Headline:
     @property
     def judge_possibly_billed_usd(self) -> float:
         return sum(j.possibly_billed_usd for p in self.all_pairs for j in p.calls)
+
+    @property
+    def judge_failures(self) -> dict[str, int]:
+        """The judge calls that failed (a provider's error, after its retries), by reason,
+        most first: a dead judge server fails both orders of every pair, which the pairs'
+        ``judge_error`` alone counts once."""
+        reasons = Counter(
+            _AFTER_ATTEMPTS.sub("", j.error or "unknown")
+            for p in self.all_pairs
+            for j in p.passes
+            if j.error_kind == ERROR
+        )
+        return dict(reasons.most_common())
 
     def judge_passes_with(self, error_kind: str) -> int:
         """Judge passes that ended with ``error_kind`` (e.g. ``budget``, ``replay_miss``)."""

@@ -17,7 +17,7 @@ from ..run.dispatch import BUDGET, INTERRUPTED, OK, REPLAY_MISS, Dispatcher, Out
 from ..run.records import AnswerRecord
 from ..scoring.checks import check_answer
 from ..suite.canonical import sha256_hex
-from ..suite.loader import Suite
+from ..suite.model import Suite
 from .pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
 
 # 3: everything constant (instructions, reply format, rubric) moved into the system text, one

@@ -11,7 +11,7 @@ from typing import Any
 from ..stats.estimators import Interval, interval_dict, mean, seed_from
 from ..stats.proportions import Proportion
 from ..stats.resample import Cluster, mean_interval
-from ..suite.loader import DEFAULT_MIN_PAIRS
+from ..suite.model import DEFAULT_MIN_PAIRS
 from .calibration import MAX_FLIP_RATE, Calibration
 from .pairs import Pair
 

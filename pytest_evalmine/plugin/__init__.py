@@ -80,6 +80,15 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """The run's header: built-in providers pointed at another server by their SDKs'
+    variables (checked at start-up, so a bad one never gets here)."""
+    from ..run.endpoints import base_urls_from, base_urls_line
+
+    line = base_urls_line(base_urls_from())
+    return [f"evalmine: {line}"] if line else []
+
+
 def _html_report_requested(config: pytest.Config) -> bool:
     """pytest-html writes a page (``--html``; xdist workers see the option too). Installed
     alone it is registered as well, but then an answer's extra would be built for every item
@@ -442,7 +451,7 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
     evalsession = eval_session(config)
     wanted = set(ids)
     root = Path(config.rootpath)
-    registry = _registry(config)
+    registry: AdapterRegistry | None = None
     specs: list[Any] = []
     try:
         add_conftest_checks(config)
@@ -459,6 +468,8 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
         problem = compare_problem(config, {s.suite.path: s.suite for s in specs}.values())
         if problem is not None:
             stop(problem, returncode=pytest.ExitCode.USAGE_ERROR)
+        # Built once the suites are loaded: their own ``endpoints:`` are adapters too.
+        registry = _registry(config)
         if specs:
             dispatcher = evalsession.dispatcher(registry)
             planned = evalsession.preflight(dispatcher, specs)
@@ -468,6 +479,8 @@ def pytest_xdist_node_collection_finished(node: Any, ids: list[str]) -> None:
             say(config, evalsession.cap_warning)
     except RefusedError as exc:
         providers = {spec.model.split("/", 1)[0] for spec in specs}
+        if registry is None:
+            registry = _registry(config)
         unknown = [] if registry.route_all_to else sorted(providers - set(registry.factories))
         hint = (
             f" (no adapter for {', '.join(map(repr, unknown))} on the xdist controller, which "

@@ -120,8 +120,14 @@ def progress_line(progress: Progress, what: str) -> str:
     batch they are named first and are not among the answers: ``evalmine: 6 in batch, 0/6
     answers, ...`` (spec: "Batch", "Waiting is visible")."""
     waiting = f"{progress.in_batch} in batch, " if progress.in_batch else ""
+    # Answered only for answers (issue 28: "30/30 answers" when 23 were never run).
+    ended = "".join(
+        f"{count} {how}, "
+        for count, how in ((progress.failed, "failed"), (progress.not_run, "not run"))
+        if count
+    )
     return (
-        f"evalmine: {waiting}{progress.answered}/{progress.total} {what}, "
+        f"evalmine: {waiting}{progress.answered}/{progress.total} {what}, {ended}"
         f"{progress.cached} cached, ${progress.spent_usd:.4f} spent"
     )
 

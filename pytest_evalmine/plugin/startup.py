@@ -32,6 +32,9 @@ def check_options(config: pytest.Config) -> None:
             from ..engine.session import Settings, check_settings
 
             check_settings(Settings(values))
+        from ..run.endpoints import base_urls_from
+
+        base_urls_from()  # the providers' base-URL variables, held to an endpoint's rules
         if values["prices"]:
             from ..run.prices import load_prices
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
@@ -21,10 +21,6 @@ from .render import markdown_table, money
 from .sections import Section, flagged, number, percent, report_sections
 from .suite_index import suite_index_html
 from .summary import RunSummary, failure_reason
-
-# mkstemp creates files 0600; reports should get the permissions any other file would.
-_UMASK = os.umask(0)
-os.umask(_UMASK)
 
 
 def write_run(
@@ -107,16 +103,31 @@ def atomic_write(path: Path, text: str | Iterable[str]) -> None:
     # Texts were redacted where they entered the run; this pass guards what was not (the
     # command line, say), so no report file can hold a loaded key.
     pieces = [text] if isinstance(text, str) else _chunks(text)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    handle, temporary = _new_temporary(path)
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as stream:
             for piece in pieces:
                 stream.write(redact(piece))
-        os.chmod(temporary, 0o666 & ~_UMASK)
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _new_temporary(path: Path) -> tuple[int, str]:
+    """A new, empty file beside ``path`` under a name nobody else uses, open for writing.
+    Created with mode 0666, so the kernel applies the umask as it does to any file the user
+    creates: a report gets the permissions any other file would (mkstemp's are 0600). The
+    umask itself is never read by setting it: that is process-wide, and a thread creating a
+    file meanwhile would get wide permissions."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(100):
+        temporary = str(path.parent / f".{path.name}.{secrets.token_hex(6)}")
+        try:
+            return os.open(temporary, flags, 0o666), temporary
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name beside {path}")
 
 
 # Pieces are joined up to about this many characters before a chunk is redacted and written:

@@ -420,13 +420,18 @@ def scorecard_section(summary: RunSummary) -> Section:
     # Calls still in a provider batch were sent and have not failed: a line of their own.
     in_batch = summary.answers_in_batch
     in_batch_usd = sum(r.possibly_billed_usd for r in in_batch)
-    failed_calls = summary.calls_possibly_billed - sum(1 for r in in_batch if r.possibly_billed_usd)
+    in_batch_billed = [r for r in in_batch if r.possibly_billed_usd]
+    failed_calls = summary.calls_possibly_billed - len(in_batch_billed)
     if failed_calls:
+        # Tries, as the cap counts them: a call retried after two lost tries is two.
+        tries = summary.tries_possibly_billed - sum(
+            r.tries_possibly_billed for r in in_batch_billed
+        )
         section.footer.append(
             f"possibly billed: {money(summary.possibly_billed_usd - in_batch_usd)} over "
-            f"{failed_calls} call(s) that were sent and failed (timeout, "
-            "dropped connection, broken answer); counted at their worst case toward the cap, "
-            "not in the cost above"
+            f"{tries} {'try' if tries == 1 else 'tries'} that were sent and failed (timeout, "
+            f"dropped connection, broken answer; {failed_calls} call(s)); "
+            "counted at their worst case toward the cap, not in the cost above"
         )
     if in_batch:
         section.footer.append(
@@ -494,6 +499,13 @@ def exclusions_section(headline: Headline) -> Section:
     for candidate, reasons in headline.excluded.items():
         section.lines.append(
             f"{candidate}: " + ", ".join(f"{reason} {n}" for reason, n in reasons.items())
+        )
+    failures = headline.judge_failures
+    if failures:
+        # Calls, not pairs: each pair asks the judge in both orders.
+        section.lines.append(
+            f"judge calls that failed: {sum(failures.values())}; "
+            + "; ".join(f"{n} x {reason}" for reason, n in failures.items())
         )
     return section
 

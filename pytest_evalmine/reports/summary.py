@@ -168,6 +168,15 @@ class RunSummary:
         return sum(r.possibly_billed_usd for r in self.records) + judge
 
     @property
+    def tries_possibly_billed(self) -> int:
+        """Tries sent that failed (answers and judge), each counted: a call retried after
+        two lost tries is two."""
+        calls: list[Any] = list(self.records) + list(self._verdicts)
+        if self.headline:
+            calls += [j for p in self.headline.all_pairs for j in p.calls]
+        return sum(call.tries_possibly_billed for call in calls)
+
+    @property
     def calls_possibly_billed(self) -> int:
         judge = (
             sum(1 for p in self.headline.all_pairs for j in p.calls if j.possibly_billed_usd)
@@ -248,8 +257,18 @@ class RunSummary:
         return list(self.batches.get("waiting", [])) if self.batches else []
 
     @property
+    def judge_failures(self) -> dict[str, int]:
+        """The pairwise judge's failed calls by reason (``Headline.judge_failures``)."""
+        return self.headline.judge_failures if self.headline else {}
+
+    @property
     def partial(self) -> bool:
-        return self.stopped is not None or self.budget_stopped or bool(self.batch_waiting)
+        return (
+            self.stopped is not None
+            or self.budget_stopped
+            or bool(self.batch_waiting)
+            or bool(self.judge_failures)
+        )
 
     @property
     def partial_reason(self) -> str | None:
@@ -257,6 +276,9 @@ class RunSummary:
             return f"{self.stopped}, not judged"
         if self.budget_stopped:
             return "cost cap reached; some calls were not made"
+        if self.judge_failures and not self.batch_waiting:
+            failed = sum(self.judge_failures.values())
+            return f"{failed} judge call(s) failed; the pairs they judged are excluded"
         if self.batch_waiting:
             return (
                 "; ".join(
@@ -286,7 +308,7 @@ class RunSummary:
 
     @property
     def calls_made(self) -> int:
-        return sum(1 for r in self.records if r.attempts and not r.cached)
+        return sum(1 for r in self.records if r.reached_server)
 
     @property
     def calls_cached(self) -> int:
@@ -332,6 +354,7 @@ class RunSummary:
                 "if_uncached_usd": self.if_uncached_usd,
                 "possibly_billed_usd": self.possibly_billed_usd,
                 "possibly_billed_calls": self.calls_possibly_billed,
+                "possibly_billed_tries": self.tries_possibly_billed,
                 "prices_pinned": self.prices_pinned,
             },
             "usage_anomalies": self.usage_anomalies,

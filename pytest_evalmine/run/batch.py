@@ -34,7 +34,7 @@ from ..adapters.batch_wire import (
     split_entries,
 )
 from ..errors import EvalmineError
-from .outcome import BUDGET, ERROR, Outcome
+from .outcome import BUDGET, ERROR, IN_BATCH, Outcome
 from .planned import Planned
 from .run_state import RunState
 from .store import BatchedItem, Store
@@ -47,8 +47,6 @@ LOG_EVERY_S = 30.0
 # How long calls arriving together are gathered before their batch is sent: dispatch
 # reserves and claims a wave of calls over a few turns of the loop.
 GATHER_S = 0.05
-# A call still waiting when the wait bound passed (or at a Ctrl-C).
-IN_BATCH = "in_batch"
 # The server has no batch API (an OpenAI-compatible endpoint without /v1/batches answers
 # 404): its calls go online, at the online price, whatever ``fallback`` says.
 NO_BATCH_API = "batch_unsupported"

@@ -411,10 +411,7 @@ class Dispatcher:
         self._progress = progress
 
         def counted(outcome: Outcome) -> Outcome:
-            progress.done += 1
-            progress.left_in_batch += outcome.error_kind == IN_BATCH
-            progress.cached += outcome.cached
-            progress.spent_usd += outcome.cost_usd
+            progress.count(outcome)
             if on_outcome is not None:
                 on_outcome(outcome)
             if self.on_progress is not None:

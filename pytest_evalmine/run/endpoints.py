@@ -7,8 +7,11 @@ adds no price row, so its models are refused before any call like any unpriced m
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..errors import EvalmineError
 from ..options import FIXED_WIDTH_PREFIX as FIXED_PREFIX  # ``concurrency: fixed:N``
@@ -140,9 +143,77 @@ def parse_option(spec: str) -> Endpoint:
         if "cost" in raw:
             raise EvalmineError(f"--evalmine-endpoint={spec}: free and prices contradict")
         raw["cost"] = prices
-    from ..suite.loader import schema_problem
+    from ..suite.validate import schema_problem
 
     problem = schema_problem("endpoint", raw)
     if problem is not None:
         raise EvalmineError(f"--evalmine-endpoint={spec}: {problem}")
     return from_suite(name, raw)
+
+
+# The variable each built-in provider's official SDK reads for its base URL (openai-python's
+# and anthropic-sdk-python's clients, google-genai's ``_base_url.get_base_url``), read as the
+# SDK reads it: OpenAI's holds the API version (``https://api.openai.com/v1``), Anthropic's
+# and Gemini's do not (the API version, ``v1beta`` for Gemini, is appended).
+BASE_URL_VARIABLES = (
+    ("anthropic", "ANTHROPIC_BASE_URL", ""),
+    ("google", "GOOGLE_GEMINI_BASE_URL", "/v1beta"),
+    ("openai", "OPENAI_BASE_URL", ""),
+)
+
+
+@dataclass(frozen=True)
+class BaseUrl:
+    """A built-in provider pointed at another server (a company gateway) by its SDK's
+    variable: no conftest hook needed; the server enters the cache key as an endpoint's."""
+
+    provider: str
+    variable: str
+    url: str  # as the variable gives it
+    suffix: str = ""  # what the provider's SDK appends (the API version)
+
+    @property
+    def adapter_url(self) -> str:
+        return self.url.rstrip("/") + self.suffix
+
+    @property
+    def shown(self) -> str:
+        """``VAR=URL`` without query or fragment (a token may sit there): for the terminal
+        and the reports."""
+        from ..adapters.http import normalised_base_url
+
+        return f"{self.variable}={normalised_base_url(self.url)}"
+
+
+def base_urls_from(environ: Mapping[str, str] | None = None) -> list[BaseUrl]:
+    """The built-in providers' base-URL variables that are set (empty counts as unset, as
+    for the SDKs' ``base_url or default``), each held to an endpoint's ``base_url`` rules;
+    a URL with credentials is refused without being printed (``EvalmineError``)."""
+    environ = os.environ if environ is None else environ
+    found = []
+    for provider, variable, suffix in BASE_URL_VARIABLES:
+        value = environ.get(variable, "").strip()
+        if not value:
+            continue
+        if "@" in urlsplit(value).netloc:
+            raise EvalmineError(
+                f"{variable}: the URL holds credentials (user:password@host), which would be "
+                "sent to the server and printed in reports; remove them (keys come from the "
+                "provider's key variable)"
+            )
+        from ..redaction import redact
+        from ..suite.loader import schema_problem
+
+        problem = schema_problem("endpoint", {"base_url": value})
+        if problem is not None:
+            raise EvalmineError(f"{variable}: {redact(problem.removeprefix('base_url: '))}")
+        found.append(BaseUrl(provider, variable, value, suffix))
+    return found
+
+
+def base_urls_line(base_urls: list[BaseUrl]) -> str | None:
+    """``base URLs: openai at OPENAI_BASE_URL=...``, for the run's header and ``evalmine
+    validate``; None when no variable is set."""
+    if not base_urls:
+        return None
+    return "base URLs: " + ", ".join(f"{b.provider} at {b.shown}" for b in base_urls)

@@ -12,6 +12,9 @@ from .records import ACCOUNTING_FIELDS
 
 OK, ERROR, BUDGET, REPLAY_MISS = "ok", "error", "budget", "replay_miss"
 INTERRUPTED = "interrupted"
+# A call still in a provider batch when the run stopped waiting (``batch.py``): a rerun
+# collects it.
+IN_BATCH = "in_batch"
 # Said by a call whose retry the cap had no room for: the cap stopped it, as it stops a call
 # never sent (the run is partial and exits 11, spec section 8).
 CAP_REFUSED_RETRY = "not retried: the cost cap has no room for another try"
@@ -32,6 +35,10 @@ class Outcome:
     attempts: int = 0
     # Worst case of tries that were sent and failed: the provider may have billed them.
     possibly_billed_usd: float = 0.0
+    # Tries that reached a server, and tries that may be billed; None where not counted
+    # (``CallAccounting`` says what is assumed then).
+    sent_tries: int | None = None
+    billed_tries: int | None = None
 
     @property
     def redactions(self) -> int:
@@ -47,20 +54,31 @@ class Outcome:
 @dataclass
 class Progress:
     total: int = 0
-    # Calls with an outcome (those left in a provider batch included).
-    done: int = 0
+    done: int = 0  # ended, however (those left in a provider batch included)
     cached: int = 0
     spent_usd: float = 0.0
-    # Calls in a provider batch now, or left in one when the run stopped waiting: not
-    # answered, whatever ``done`` says (spec: "Batch", "Waiting is visible").
-    in_batch: int = 0
-    # Of ``done``, the calls left in a provider batch (``in_batch`` outcomes).
+    # How they ended: answered (from the cache too), failed, never run (the cap, a Ctrl-C),
+    # or left in a provider batch when the run stopped waiting (``left_in_batch``).
+    answered: int = 0
+    failed: int = 0
+    not_run: int = 0
     left_in_batch: int = 0
+    # Calls in a provider batch now: not answered, whatever ``done`` says (spec: "Batch",
+    # "Waiting is visible").
+    in_batch: int = 0
 
-    @property
-    def answered(self) -> int:
-        """Calls with an outcome other than "still in a batch"."""
-        return self.done - self.left_in_batch
+    def count(self, outcome: Outcome) -> None:
+        self.done += 1
+        self.cached += outcome.cached
+        self.spent_usd += outcome.cost_usd
+        if outcome.status == OK:
+            self.answered += 1
+        elif outcome.error_kind == IN_BATCH:
+            self.left_in_batch += 1
+        elif outcome.status in (BUDGET, INTERRUPTED, REPLAY_MISS) and not outcome.attempts:
+            self.not_run += 1
+        else:
+            self.failed += 1
 
 
 def interrupted_outcome(key: str) -> Outcome:
@@ -68,7 +86,14 @@ def interrupted_outcome(key: str) -> Outcome:
     return _not_run(key, INTERRUPTED, "the run was interrupted (Ctrl-C) before this call was sent")
 
 
-def cut_off_outcome(key: str, *, attempts: int, possibly_billed_usd: float) -> Outcome:
+def cut_off_outcome(
+    key: str,
+    *,
+    attempts: int,
+    possibly_billed_usd: float,
+    sent_tries: int | None = None,
+    billed_tries: int | None = None,
+) -> Outcome:
     """A call still in flight when the Ctrl-C's grace ended: the provider may bill it."""
     return Outcome(
         key,
@@ -77,6 +102,8 @@ def cut_off_outcome(key: str, *, attempts: int, possibly_billed_usd: float) -> O
         error_kind=INTERRUPTED,
         attempts=attempts,
         possibly_billed_usd=possibly_billed_usd,
+        sent_tries=sent_tries,
+        billed_tries=billed_tries,
     )
 
 

@@ -35,6 +35,19 @@ MAX_RETRY_AFTER_S = 120.0
 
 
 @dataclass
+class TryCounts:
+    """A call's tries that reached a server, and those that may be billed (sent, then
+    lost): what report.json's ``calls.made`` and the possibly billed line count."""
+
+    sent: int = 0
+    billed: int = 0
+
+    def answered(self) -> TryCounts:
+        """The counts once the last try brought an answer (it reached the server)."""
+        return TryCounts(self.sent + 1, self.billed)
+
+
+@dataclass
 class PaidCalls:
     """One batch's online calls. ``limiters`` and ``gates``: the dispatcher's per provider
     (its widths); ``pacers``: per provider with a requests-per-minute limit; ``reserve``:
@@ -59,6 +72,8 @@ class PaidCalls:
         """Send ``item`` (reserved as ``reservation``) until it is answered or gives up."""
         attempts = 0
         possibly_billed = 0.0
+        # Counted as the report counts them: a try that never connected was not made.
+        tries = TryCounts()
         while True:
             attempts += 1
             pacer = self.pacers.get(item.adapter.name)
@@ -78,6 +93,8 @@ class PaidCalls:
                     item.key,
                     attempts=attempts,
                     possibly_billed_usd=possibly_billed + item.max_cost_usd,
+                    sent_tries=tries.sent + 1,
+                    billed_tries=tries.billed + 1,
                 )
             except (AdapterError, asyncio.TimeoutError) as exc:
                 error = exc if isinstance(exc, AdapterError) else _timeout_error(item.request)
@@ -93,6 +110,7 @@ class PaidCalls:
                         status=error.status,
                         possibly_billed=error.possibly_billed,
                     )
+                tries.sent += error.reached_server
                 retry = error.retryable and attempts <= self.retries
                 note = ""
                 if retry and self.interrupted():
@@ -102,6 +120,7 @@ class PaidCalls:
                     # committed; a retry needs a reservation of its own.
                     self.store.keep_as_possibly_billed(reservation)
                     possibly_billed += item.max_cost_usd
+                    tries.billed += 1
                     if retry:
                         again = await self.reserve(item, holding=True)
                         if again is None and self.interrupted():
@@ -123,6 +142,8 @@ class PaidCalls:
                     error_kind=error.kind,
                     attempts=attempts,
                     possibly_billed_usd=possibly_billed,
+                    sent_tries=tries.sent,
+                    billed_tries=tries.billed,
                 )
             except Exception as exc:  # an adapter bug must not lose the run
                 self.store.release(reservation)
@@ -134,6 +155,8 @@ class PaidCalls:
                     error_kind="adapter_crash",
                     attempts=attempts,
                     possibly_billed_usd=possibly_billed,
+                    sent_tries=tries.sent + 1,  # unknown: counted as sent
+                    billed_tries=tries.billed,
                 )
             # From the send to the answer, the server's own queue included: the signal of
             # a width the server cannot serve at once.
@@ -143,7 +166,9 @@ class PaidCalls:
             # The width it was sent at, kept with the answer: the scorecard's latency is taken
             # from answers sent within the capacity the provider was found to have.
             response = dataclasses.replace(response, width=sent.width, rate_limit=None)
-            return await self.paid(item, response, reservation, attempts, possibly_billed)
+            return await self.paid(
+                item, response, reservation, attempts, possibly_billed, tries=tries.answered()
+            )
 
     async def paid(
         self,
@@ -152,8 +177,12 @@ class PaidCalls:
         reservation: int,
         attempts: int,
         possibly_billed: float,
+        *,
+        tries: TryCounts | None = None,
     ) -> Outcome:
-        """An answer that arrived (online or in a batch): checked, costed and stored."""
+        """An answer that arrived (online or in a batch): checked, costed and stored.
+        ``tries``: counted online; a batch's are not (the report then assumes each try
+        reached the provider)."""
         # Redacted before anything keeps it: the cache, and every report built from it.
         response = redacted_response(response)
         usage = item.checked_usage(response.usage, response.text)
@@ -180,6 +209,8 @@ class PaidCalls:
             cost_if_uncached_usd=cost,
             attempts=attempts,
             possibly_billed_usd=possibly_billed,
+            sent_tries=tries.sent if tries else None,
+            billed_tries=tries.billed if tries else None,
         )
 
     async def _keep(self, answer: PaidAnswer) -> None:

@@ -31,6 +31,23 @@ class CallAccounting:
     possibly_billed_usd: float = 0.0
     attempts: int = 0
     redactions: int = 0
+    # Tries that reached a server and tries that may be billed (spec 6); None where the
+    # dispatch did not count them (a batch, a claim settled by another process).
+    sent_tries: int | None = None
+    billed_tries: int | None = None
+
+    @property
+    def reached_server(self) -> bool:
+        """A call made: one of its tries reached a server (uncounted: any try)."""
+        tries = self.attempts if self.sent_tries is None else self.sent_tries
+        return tries > 0 and not self.cached
+
+    @property
+    def tries_possibly_billed(self) -> int:
+        """Tries sent that failed and may be billed (uncounted: one if any was)."""
+        if self.billed_tries is not None:
+            return self.billed_tries
+        return 1 if self.possibly_billed_usd else 0
 
 
 ACCOUNTING_FIELDS = tuple(f.name for f in fields(CallAccounting))

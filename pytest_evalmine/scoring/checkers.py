@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ..suite.loader import NO_GOLD, CheckSpec
+from ..suite.model import NO_GOLD, CheckSpec
 from .checks import Check, parse_json_answer
 
 CHECKED_VALUE_CHARS = 80

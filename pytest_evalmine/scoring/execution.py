@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from ..suite.loader import NO_GOLD
+from ..suite.model import NO_GOLD
 from .checks import Check
 from .sandbox import STOPPING, CheckSandbox, Limits, RunResult, check_sandbox, sandbox_env
 

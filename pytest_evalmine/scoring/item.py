@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import SuiteError
-from ..suite.loader import Case, CheckSpec, Suite
+from ..suite.model import Case, CheckSpec, Suite
 from ..suite.refs import SchemaRefs
 from .checkers import BUILTIN, CheckerInfo, CheckInput, validate_check
 from .checks import Check, CheckResult, check_answer

@@ -4,7 +4,7 @@ say which tasks changed between two runs, and in what."""
 from __future__ import annotations
 
 from .canonical import sha256_hex
-from .loader import Task
+from .model import Task
 
 # What a task asks and how its answers are checked. Cases are not among them: a case added or
 # removed is a case only in one run, not a changed task.

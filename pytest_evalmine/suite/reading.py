@@ -24,14 +24,15 @@ from typing import Any
 
 from ..errors import SuiteError
 
+# Also imported from here by refs.py and task_schema.py.
+from .problems import Problems, clip, path_key, quoted
+
 MAX_FILE_BYTES = 16 * 1024 * 1024
 MAX_STRING_CHARS = 1_000_000
 # Values after alias expansion: later steps (validation, hashing) walk the expanded tree.
 MAX_NODES = 1_000_000
 MAX_DEPTH = 64
 MAX_INT_DIGITS = 19
-MAX_ERRORS = 20
-QUOTE_CHARS = 60
 
 # Real key formats: a random base64url body, which always mixes digits, upper and lower
 # case. Words joined by dashes (``sk-learn-pipeline-with-gridsearch-cv``) are not keys.
@@ -51,28 +52,6 @@ _SCALAR_TAGS = {_STR, _INT, _FLOAT, _BOOL, f"{_TAG}null"}
 _JSON_TYPES = "strings, numbers, booleans, null, lists and mappings"
 
 
-def clip(text: str, limit: int = QUOTE_CHARS, length: int | None = None) -> str:
-    """``text`` cut to ``limit`` characters, saying how long it was: error messages quote
-    values, and a 100 KB value must not become a 100 KB message. ``length`` is the length
-    to report when ``text`` is a rendering of something else (a string's ``repr``)."""
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit - 1]}… ({len(text) if length is None else length} characters)"
-
-
-def path_key(key: Any) -> str:
-    """A mapping key as one step of an error's path: clipped, and escaped when it holds
-    characters that would break the one-line message (``\x1c``, ``\u2028``, ...)."""
-    text = str(key)
-    return clip(text if text.isprintable() else repr(text)[1:-1], 40, length=len(text))
-
-
-def quoted(value: Any) -> str:
-    """``value`` as ``repr`` shows it, clipped; a string's length is its own, without the
-    quotes and escapes ``repr`` adds (a value of 5,000 characters says 5000)."""
-    return clip(repr(value), length=len(value) if isinstance(value, str) else None)
-
-
 def looks_like_api_key(text: str) -> str | None:
     """The provider whose key format ``text`` contains, or None."""
     if "sk-" not in text and "AIza" not in text:
@@ -83,37 +62,6 @@ def looks_like_api_key(text: str) -> str | None:
             if any(c.isdigit() for c in body) and body.lower() != body and body.upper() != body:
                 return provider
     return None
-
-
-def path_order(where: str) -> tuple[Any, ...]:
-    """Sort key for JSON paths: ``$.tasks[10]`` after ``$.tasks[9]``, ``line 10`` after
-    ``line 9``."""
-    return tuple(
-        (0, int(part), "") if part.isdecimal() else (1, 0, part)
-        for part in re.split(r"[.\[\] ]+", where)
-        if part
-    )
-
-
-@dataclass
-class Problems:
-    """Problems found in one load, raised together (sorted by file and path, up to a limit)
-    so a suite with several mistakes is fixed in one round."""
-
-    found: list[tuple[str, str, str]] = field(default_factory=list)
-
-    def add(self, file: str, where: str, problem: str) -> None:
-        self.found.append((file, where, problem))
-
-    def __bool__(self) -> bool:
-        return bool(self.found)
-
-    def raise_any(self) -> None:
-        if not self.found:
-            return
-        ordered = sorted(set(self.found), key=lambda p: (p[0], path_order(p[1]), p[2]))
-        shown = ordered[:MAX_ERRORS]
-        raise SuiteError(*shown[0], more=shown[1:], hidden=len(ordered) - len(shown))
 
 
 def _read_limited(path: Path, shown: str) -> bytes:
@@ -204,6 +152,12 @@ def parse_yaml(text: str, shown: str) -> Any:
             raise SuiteError(shown, "", _yaml_problem(exc)) from None
     finally:
         loader.dispose()
+
+
+def read_suite(path: Path, shown: str) -> Any:
+    """The read stage of a suite load: the suite file's YAML document as JSON values, its
+    size, nesting, aliases, tags and strings held to the limits above."""
+    return parse_yaml(read_text(path, shown), shown)
 
 
 def _construct(node: Any, loader: Any, built: dict[int, Any]) -> Any:

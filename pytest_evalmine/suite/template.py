@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .reading import clip
+from .problems import clip
 
 NAME = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*")
 ESCAPE = "\\"

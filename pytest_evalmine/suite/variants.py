@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from .reading import quoted
+from .problems import quoted
 
 SEPARATOR = "@"
 
