@@ -45,12 +45,20 @@ __all__ = [
 ]
 
 
-def _part(part: str, name: str) -> Any:
-    """The attribute ``name`` of the session's part ``part``, read and written here."""
-    return property(
-        lambda session: getattr(getattr(session, part), name),
-        lambda session, value: setattr(getattr(session, part), name, value),
-    )
+class _Part:
+    """The attribute ``name`` of the session's part ``part``, read and written through the
+    session (``session.interrupted = True`` sets the dispatch's)."""
+
+    def __init__(self, part: str, name: str) -> None:
+        self.part, self.name = part, name
+
+    def __get__(self, session: Any, owner: type | None = None) -> Any:
+        if session is None:
+            return self
+        return getattr(getattr(session, self.part), self.name)
+
+    def __set__(self, session: Any, value: Any) -> None:
+        setattr(getattr(session, self.part), self.name, value)
 
 
 @dataclass
@@ -72,7 +80,7 @@ class EvalSession:
             self.base.close()
 
     # the settings and what follows from them (Foundations) ----------------------------
-    suites = _part("base", "suites")
+    suites = _Part("base", "suites")
 
     @property
     def home(self) -> Path:
@@ -106,12 +114,12 @@ class EvalSession:
         return self.base.batching()
 
     # what the run will ask (RunPlan) ----------------------------------------------------
-    checkers = _part("plan", "checkers")
-    estimate = _part("plan", "estimate")
-    cap_usd = _part("plan", "cap_usd")
-    cap_source = _part("plan", "cap_source")
-    cap_warning = _part("plan", "cap_warning")
-    subsets = _part("plan", "subsets")
+    checkers = _Part("plan", "checkers")
+    estimate = _Part("plan", "estimate")
+    cap_usd = _Part("plan", "cap_usd")
+    cap_source = _Part("plan", "cap_source")
+    cap_warning = _Part("plan", "cap_warning")
+    subsets = _Part("plan", "subsets")
 
     def add_user_checks(self, checks: dict[str, Any]) -> None:
         self.plan.add_user_checks(checks)
@@ -149,16 +157,16 @@ class EvalSession:
         return self.plan.preflight(dispatcher, specs, judge_dispatcher)
 
     # how it asks (RunDispatch) -----------------------------------------------------------
-    outcomes = _part("dispatching", "outcomes")
-    specs = _part("dispatching", "specs")
-    interrupted = _part("dispatching", "interrupted")
-    judge_registry = _part("dispatching", "judge_registry")
-    loop = _part("dispatching", "loop")
-    executed = _part("dispatching", "executed")
-    other_runs = _part("dispatching", "other_runs")
-    dispatchers = _part("dispatching", "dispatchers")
-    streaming = _part("dispatching", "streaming")
-    stream_progress = _part("dispatching", "stream_progress")
+    outcomes = _Part("dispatching", "outcomes")
+    specs = _Part("dispatching", "specs")
+    interrupted = _Part("dispatching", "interrupted")
+    judge_registry = _Part("dispatching", "judge_registry")
+    loop = _Part("dispatching", "loop")
+    executed = _Part("dispatching", "executed")
+    other_runs = _Part("dispatching", "other_runs")
+    dispatchers = _Part("dispatching", "dispatchers")
+    streaming = _Part("dispatching", "streaming")
+    stream_progress = _Part("dispatching", "stream_progress")
 
     def dispatcher(
         self,
@@ -207,10 +215,10 @@ class EvalSession:
         self.dispatching.execute_checks(specs, outcomes)
 
     # what it keeps (RunRecords) ----------------------------------------------------------
-    records = _part("kept", "records")
-    unreported = _part("kept", "unreported")
-    workers_plan = _part("kept", "workers_plan")
-    check_errors = _part("kept", "check_errors")
+    records = _Part("kept", "records")
+    unreported = _Part("kept", "unreported")
+    workers_plan = _Part("kept", "workers_plan")
+    check_errors = _Part("kept", "check_errors")
 
     def record_for(self, spec: ItemSpec, outcome: Outcome) -> AnswerRecord:
         return self.kept.record_for(spec, outcome)
