@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..adapters.base import Response
+from ...adapters.base import Response
 
 LEDGER_TABLE = """
 CREATE TABLE IF NOT EXISTS ledger (
