@@ -1,25 +1,23 @@
 """The cache database (spec: "Cache database"): answers cache, claims, ledger and batches.
 
-The names importers use live here, whichever module of the package keeps them."""
+``Store`` is the SQLite store (sqlite.py), composed of one module per table. The names
+importers use live here, whichever module keeps them."""
 
-from .sqlite import (
+from .ledger import _recount
+from .owners import owner_alive, process_owner
+from .records import (
     ANSWERED,
-    BUSY_TIMEOUT_S,
     CLAIMED,
     HELD,
     RUNNING,
-    SCHEMA,
-    SCHEMA_VERSION,
     BatchedItem,
     CachedAnswer,
     Claim,
     Hit,
     PaidAnswer,
-    Store,
-    _recount,
-    owner_alive,
-    process_owner,
 )
+from .schema import BUSY_TIMEOUT_S, SCHEMA, SCHEMA_VERSION
+from .sqlite import Store
 
 __all__ = [
     "ANSWERED",
