@@ -19,8 +19,8 @@ from ..adapters.base import AdapterError
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
 from .batch import BatchSettings, wire_for
-from .batch_ledger import batch_named, polled_by_a_live_run, release_unrun
 from .store import Store
+from .store.batch_ledger import batch_named, polled_by_a_live_run, release_unrun
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ..adapters.base import SCHEMA_PROMPTED, Adapter, Request, cache_key
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
-from . import batch_ledger, estimates, preparing, settle
+from . import estimates, preparing, settle
 from .batch import IN_BATCH, Batcher, BatchSession, batched_call
 from .concurrency import ConcurrencyLimiter, Gate
 from .interrupts import INTERRUPT_GRACE_S, STOP_POLL_S, InFlightCalls, Sigint, watch_stop
@@ -45,7 +45,7 @@ from .replay import ReplayMisses
 from .reservations import Reservations
 from .run_state import RunState
 from .settle import ClaimWaiter
-from .store import ANSWERED, CLAIMED, Claim, Hit, Store, process_owner
+from .store import ANSWERED, CLAIMED, Claim, Hit, Store, batch_ledger, process_owner
 from .streaming import Streaming
 
 # What callers import from here: the statuses, the outcome and the plan (their own modules),

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
-from . import batch_ledger
 from .planned import Estimate, Planned
-from .store import Store
+from .store import Store, batch_ledger
 
 T = TypeVar("T")
 

@@ -1,13 +1,15 @@
 """What the ledger holds for calls in provider batches (spec: "Batch"): the reservations of
 the run that submitted them, which a rerun collects on and ``evalmine batches cancel``
-releases. Beside ``store.py`` (which keeps the tables) so that each stays small."""
+releases."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from .store import Store, _recount, owner_alive
+from .ledger import _recount
+from .owners import owner_alive
+from .sqlite import Store
 
 
 def submitted_reservations(store: Store, keys: list[str]) -> dict[str, int]:
