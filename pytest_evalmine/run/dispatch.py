@@ -45,7 +45,7 @@ from .replay import ReplayMisses
 from .reservations import Reservations
 from .run_state import RunState
 from .settle import ClaimWaiter
-from .store import ANSWERED, CLAIMED, Claim, Hit, Store, batch_ledger, process_owner
+from .store import ANSWERED, CLAIMED, Claim, Hit, Store, process_owner
 from .streaming import Streaming
 
 # What callers import from here: the statuses, the outcome and the plan (their own modules),
@@ -361,7 +361,7 @@ class Dispatcher:
             else {}
         )
         self._in_open_batch = (
-            set(batch_ledger.submitted_reservations(self.store, list(claimed)))
+            set(self.store.submitted_reservations(list(claimed)))
             if self._batcher is not None and claimed
             else set()
         )
@@ -507,7 +507,7 @@ class Dispatcher:
         read again now that this process holds the call's claim; None otherwise."""
         if item.key not in self._in_open_batch:
             return None
-        return batch_ledger.submitted_reservations(self.store, [item.key]).get(item.key)
+        return self.store.submitted_reservations([item.key]).get(item.key)
 
     def settled(self, planned: list[Planned]) -> dict[str, Outcome]:
         """What the run's other processes made of ``planned``, sending nothing: for the xdist

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from .planned import Estimate, Planned
-from .store import Store, batch_ledger
+from .store import Store
 
 T = TypeVar("T")
 
@@ -28,7 +28,7 @@ def of_parts(
     in two parts counts once. ``record``: the record mode (``all`` reads no cache; ``none``
     sends nothing, so costs nothing). ``batched``: whether a call goes by provider batch; such
     a call already in a batch an earlier run submitted is collected from it, costing this
-    run nothing (``batch_ledger.submitted_reservations``)."""
+    run nothing (``Store.submitted_reservations``)."""
     reads = record != "all"
     seen: set[str] = set()
     cached = 0
@@ -42,9 +42,7 @@ def of_parts(
         sent = [p for key, p in unique.items() if key not in found]
         cached += len(unique) - len(sent)
         if batched is not None and record != "none":
-            collecting = batch_ledger.submitted_reservations(
-                store, [p.key for p in sent if batched(p)]
-            )
+            collecting = store.submitted_reservations([p.key for p in sent if batched(p)])
             in_batch += len(collecting)
             sent = [p for p in sent if p.key not in collecting]
         if record != "none":

@@ -3,7 +3,6 @@
 ``Store`` is the SQLite store (sqlite.py), composed of one module per table. The names
 importers use live here, whichever module keeps them."""
 
-from .ledger import _recount
 from .owners import owner_alive, process_owner
 from .records import (
     ANSWERED,
@@ -33,7 +32,6 @@ __all__ = [
     "Hit",
     "PaidAnswer",
     "Store",
-    "_recount",
     "owner_alive",
     "process_owner",
 ]

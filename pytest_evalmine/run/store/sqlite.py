@@ -13,13 +13,14 @@ import time
 from typing import Any
 
 from .answers import AnswersCache
+from .batch_ledger import BatchLedger
 from .batches import Batches
 from .claims import Claims, _finish_claim
 from .ledger import Ledger, _recount
 from .records import PaidAnswer
 
 
-class Store(AnswersCache, Claims, Ledger, Batches):
+class Store(AnswersCache, Claims, Ledger, Batches, BatchLedger):
     """The SQLite store: each table's methods from its module, one shared connection, and
     here what writes across tables in one transaction."""
 
