@@ -1,8 +1,10 @@
 """The cache database (spec: "Cache database"): answers cache, claims, ledger and batches.
 
-``Store`` is the SQLite store (sqlite.py), composed of one module per table. The names
-importers use live here, whichever module keeps them."""
+``Store`` is the SQLite store (sqlite.py), composed of one module per table; ``StoreBackend``
+(interface.py) names what the rest of the package asks of a store, the seam another backend
+implements. The names importers use live here, whichever module keeps them."""
 
+from .interface import StoreBackend
 from .owners import owner_alive, process_owner
 from .records import (
     ANSWERED,
@@ -32,6 +34,7 @@ __all__ = [
     "Hit",
     "PaidAnswer",
     "Store",
+    "StoreBackend",
     "owner_alive",
     "process_owner",
 ]
