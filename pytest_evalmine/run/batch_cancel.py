@@ -19,7 +19,7 @@ from ..adapters.base import AdapterError
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
 from .batch import BatchSettings, wire_for
-from .store import Store
+from .store import StoreBackend
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class Canceled:
     released_usd: float
 
 
-def batch_named(store: Store, name: str) -> dict[str, Any] | None:
+def batch_named(store: StoreBackend, name: str) -> dict[str, Any] | None:
     """The batch whose local id (``em-...``) or provider id is ``name``, or None."""
     for entry in store.batches(open_only=False):
         if name in (entry["local_id"], entry["batch_id"]):
@@ -55,7 +55,7 @@ def answered_count(counts: dict[str, int]) -> int | None:
     return None
 
 
-def cancel_batch(store: Store, name: str, registry: AdapterRegistry) -> Canceled:
+def cancel_batch(store: StoreBackend, name: str, registry: AdapterRegistry) -> Canceled:
     """Cancel the batch ``name`` (local or provider id) at its provider, through the adapter
     ``registry`` has for its provider; ``EvalmineError`` with the reason when it cannot."""
     entry = batch_named(store, name)

@@ -45,7 +45,7 @@ from .replay import ReplayMisses
 from .reservations import Reservations
 from .run_state import RunState
 from .settle import ClaimWaiter
-from .store import ANSWERED, CLAIMED, Claim, Hit, Store, process_owner
+from .store import ANSWERED, CLAIMED, Claim, Hit, StoreBackend, process_owner
 from .streaming import Streaming
 
 # What callers import from here: the statuses, the outcome and the plan (their own modules),
@@ -73,7 +73,7 @@ RECORD_MODES = ("new", "all", "none")
 @dataclass
 class Dispatcher:
     registry: AdapterRegistry
-    store: Store
+    store: StoreBackend
     prices: PriceTable
     run_token: str
     cap_usd: float

@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from .planned import Estimate, Planned
-from .store import Store
+from .store import StoreBackend
 
 T = TypeVar("T")
 
 
 def of_parts(
-    store: Store,
+    store: StoreBackend,
     run_token: str,
     record: str,
     parts: Iterable[list[Planned]],
@@ -60,7 +60,7 @@ def of_parts(
 
 
 def by_size(
-    store: Store, run_token: str, record: str, like: Planned, text_chars: list[int]
+    store: StoreBackend, run_token: str, record: str, like: Planned, text_chars: list[int]
 ) -> Estimate:
     """Calls that cannot be built yet (the judge of answers still to come), known by the
     length of their system and prompt: each is new, so uncached, priced like ``like``."""
