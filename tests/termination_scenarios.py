@@ -327,6 +327,9 @@ class RunResult:
     interrupted: bool
     server_requests: int
     error: str | None = None
+    # Per dispatcher: whether its RunState ended with nothing outstanding (no reservation,
+    # no waiter, no call queued for a batch).
+    idle: list[bool] = field(default_factory=list)
 
 
 def _dispatcher(
@@ -432,6 +435,7 @@ def run(scenario: Scenario, directory: Path) -> RunResult:
             interrupted=interrupted.is_set(),
             server_requests=provider.requests,
             error=error,
+            idle=[dispatcher.state.idle() for dispatcher in dispatchers] if ended else [],
         )
     finally:
         loop.close()
@@ -465,6 +469,9 @@ def violations(result: RunResult) -> list[str]:
             f"the run did not end within its guard of {result.scenario.guard_s():.1f} s "
             f"(bound {result.scenario.bound_s():.1f} s)"
         )
+    for n, idle in enumerate(result.idle):
+        if not idle:
+            found.append(f"process {n}: its run state was left with work outstanding")
     for n, (keys, outcomes) in enumerate(zip(result.expected, result.outcomes, strict=False)):
         if set(outcomes) != keys:
             found.append(f"process {n}: {len(keys - set(outcomes))} request(s) without outcome")

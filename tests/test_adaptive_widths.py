@@ -209,10 +209,12 @@ def test_declared_slots_are_never_exceeded_on_a_server(tmp_path: Path) -> None:
 
 
 def test_probing_stops_once_latency_rises_on_a_one_slot_server(tmp_path: Path) -> None:
-    # 0.2 s answers: a loaded machine's jitter stays well under the doubling a queue shows.
-    with running_slot_server(SlotServer(slots=1, service_s=0.2)) as (loopback, _):
+    # 0.5 s answers: at width 2 a one-slot server's round is only 1.5x as slow on the mean
+    # (one of its two calls waits), so a loaded machine's few tens of ms of jitter on a
+    # shorter answer hid that rise (seen at load 10 with 0.2 s: capacity 2, no back-off).
+    with running_slot_server(SlotServer(slots=1, service_s=0.5)) as (loopback, _):
         dispatcher = dispatcher_for(tmp_path, f"local={loopback.url}/v1,free", concurrency=8)
-        outcomes = dispatcher.run_each(dispatcher.plan(ask(16, timeout_s=5.0)))
+        outcomes = dispatcher.run_each(dispatcher.plan(ask(16, timeout_s=10.0)))
     assert [o.status for o in outcomes] == [OK] * 16
     used = dispatcher.concurrency_used()["local"]
     # One back-off (two if jitter hid the queue at 2 for a round); AIMD took one for every

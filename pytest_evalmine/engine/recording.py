@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import EvalmineError
 from ..reports.files import atomic_write, jsonl_lines
-from ..run.store import Store
+from ..run.store import StoreBackend
 
 BESIDE_SUITE = "beside"
 SUFFIX = ".recording.jsonl"
@@ -29,7 +29,7 @@ def recording_path(setting: str, suite_file: Path, suite_name: str, rootdir: Pat
 
 
 def write_recording(
-    store: Store,
+    store: StoreBackend,
     path: Path,
     uses: dict[str, set[str]],
     adapters: Iterable[str],
@@ -53,7 +53,7 @@ def write_recording(
     atomic_write(path, jsonl_lines(entries[identity] for identity in sorted(entries)))
 
 
-def read_recording(store: Store, path: Path) -> int:
+def read_recording(store: StoreBackend, path: Path) -> int:
     """Load a recording into the cache database; returns the number of answers in it."""
     entries = read_entries(path)
     answers = [e for e in entries if _identity(e)[0] == "answer"]

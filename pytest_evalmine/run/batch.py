@@ -37,7 +37,7 @@ from ..errors import EvalmineError
 from .outcome import BUDGET, ERROR, IN_BATCH, Outcome
 from .planned import Planned
 from .run_state import RunState
-from .store import BatchedItem, Store
+from .store import BatchedItem, StoreBackend
 
 # Providers batched by ``--evalmine-batch`` without a list: the ones with a batch API here.
 DEFAULT_PROVIDERS = ("openai", "anthropic", "google")
@@ -247,7 +247,7 @@ class Batcher:
     def __init__(
         self,
         session: BatchSession,
-        store: Store,
+        store: StoreBackend,
         run_token: str,
         owner: str,
         state: RunState,

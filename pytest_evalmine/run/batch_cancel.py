@@ -19,8 +19,7 @@ from ..adapters.base import AdapterError
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
 from .batch import BatchSettings, wire_for
-from .batch_ledger import batch_named, polled_by_a_live_run, release_unrun
-from .store import Store
+from .store import StoreBackend
 
 
 @dataclass(frozen=True)
@@ -33,6 +32,14 @@ class Canceled:
     counts: dict[str, int]
     released: int
     released_usd: float
+
+
+def batch_named(store: StoreBackend, name: str) -> dict[str, Any] | None:
+    """The batch whose local id (``em-...``) or provider id is ``name``, or None."""
+    for entry in store.batches(open_only=False):
+        if name in (entry["local_id"], entry["batch_id"]):
+            return entry
+    return None
 
 
 def answered_count(counts: dict[str, int]) -> int | None:
@@ -48,7 +55,7 @@ def answered_count(counts: dict[str, int]) -> int | None:
     return None
 
 
-def cancel_batch(store: Store, name: str, registry: AdapterRegistry) -> Canceled:
+def cancel_batch(store: StoreBackend, name: str, registry: AdapterRegistry) -> Canceled:
     """Cancel the batch ``name`` (local or provider id) at its provider, through the adapter
     ``registry`` has for its provider; ``EvalmineError`` with the reason when it cannot."""
     entry = batch_named(store, name)
@@ -90,6 +97,6 @@ def cancel_batch(store: Store, name: str, registry: AdapterRegistry) -> Canceled
     store.batch_polled(entry["local_id"], status.state, status.counts)
     released, released_usd = 0, 0.0
     ran_nothing = status.ended and answered_count(status.counts) == 0
-    if ran_nothing and not polled_by_a_live_run(store, entry["local_id"]):
-        released, released_usd = release_unrun(store, entry["local_id"])
+    if ran_nothing and not store.polled_by_a_live_run(entry["local_id"]):
+        released, released_usd = store.release_unrun(entry["local_id"])
     return Canceled(entry, status.state, dict(status.counts), released, released_usd)

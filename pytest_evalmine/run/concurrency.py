@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # A round whose mean latency grew by more than this share of its width's growth over the
-# next lower width (doubling: 1.4x; one more than 4: 1.1x) means the extra calls waited in
+# next lower width (doubling: 1.25x; one more than 4: 1.06x) means the extra calls waited in
 # the server's queue: 5 calls on 4 slots wait a quarter longer and finish no sooner.
-QUEUE_SHARE = 0.4
+QUEUE_SHARE = 0.25
 # ... and by more than this much: loopback and cached answers take milliseconds, whose jitter
 # alone can double them.
 QUEUE_SLACK_S = 0.03

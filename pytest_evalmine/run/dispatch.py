@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from ..adapters.base import SCHEMA_PROMPTED, Adapter, Request, cache_key
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
-from . import batch_ledger, estimates, preparing, settle, widths
+from . import estimates, preparing, settle, widths
 from .batch import IN_BATCH, Batcher, BatchSession, batched_call
 from .concurrency import ConcurrencyLimiter, Gate
 from .interrupts import INTERRUPT_GRACE_S, STOP_POLL_S, InFlightCalls, Sigint, watch_stop
@@ -45,7 +45,7 @@ from .replay import ReplayMisses
 from .reservations import Reservations
 from .run_state import RunState
 from .settle import ClaimWaiter
-from .store import ANSWERED, CLAIMED, Claim, Hit, Store, process_owner
+from .store import ANSWERED, CLAIMED, Claim, Hit, StoreBackend, process_owner
 from .streaming import Streaming
 
 # What callers import from here: the statuses, the outcome and the plan (their own modules),
@@ -73,7 +73,7 @@ RECORD_MODES = ("new", "all", "none")
 @dataclass
 class Dispatcher:
     registry: AdapterRegistry
-    store: Store
+    store: StoreBackend
     prices: PriceTable
     run_token: str
     cap_usd: float
@@ -396,7 +396,7 @@ class Dispatcher:
             else {}
         )
         self._in_open_batch = (
-            set(batch_ledger.submitted_reservations(self.store, list(claimed)))
+            set(self.store.submitted_reservations(list(claimed)))
             if self._batcher is not None and claimed
             else set()
         )
@@ -539,7 +539,7 @@ class Dispatcher:
         read again now that this process holds the call's claim; None otherwise."""
         if item.key not in self._in_open_batch:
             return None
-        return batch_ledger.submitted_reservations(self.store, [item.key]).get(item.key)
+        return self.store.submitted_reservations([item.key]).get(item.key)
 
     def settled(self, planned: list[Planned]) -> dict[str, Outcome]:
         """What the run's other processes made of ``planned``, sending nothing: for the xdist

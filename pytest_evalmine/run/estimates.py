@@ -11,15 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
-from . import batch_ledger
 from .planned import Estimate, Planned
-from .store import Store
+from .store import StoreBackend
 
 T = TypeVar("T")
 
 
 def of_parts(
-    store: Store,
+    store: StoreBackend,
     run_token: str,
     record: str,
     parts: Iterable[list[Planned]],
@@ -29,7 +28,7 @@ def of_parts(
     in two parts counts once. ``record``: the record mode (``all`` reads no cache; ``none``
     sends nothing, so costs nothing). ``batched``: whether a call goes by provider batch; such
     a call already in a batch an earlier run submitted is collected from it, costing this
-    run nothing (``batch_ledger.submitted_reservations``)."""
+    run nothing (``Store.submitted_reservations``)."""
     reads = record != "all"
     seen: set[str] = set()
     cached = 0
@@ -43,9 +42,7 @@ def of_parts(
         sent = [p for key, p in unique.items() if key not in found]
         cached += len(unique) - len(sent)
         if batched is not None and record != "none":
-            collecting = batch_ledger.submitted_reservations(
-                store, [p.key for p in sent if batched(p)]
-            )
+            collecting = store.submitted_reservations([p.key for p in sent if batched(p)])
             in_batch += len(collecting)
             sent = [p for p in sent if p.key not in collecting]
         if record != "none":
@@ -63,7 +60,7 @@ def of_parts(
 
 
 def by_size(
-    store: Store, run_token: str, record: str, like: Planned, text_chars: list[int]
+    store: StoreBackend, run_token: str, record: str, like: Planned, text_chars: list[int]
 ) -> Estimate:
     """Calls that cannot be built yet (the judge of answers still to come), known by the
     length of their system and prompt: each is new, so uncached, priced like ``like``."""

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from .store import Store
+from .store import StoreBackend
 
 T = TypeVar("T")
 # After the first Ctrl-C, how long calls already sent may take to land in the cache.
@@ -87,7 +87,7 @@ class InFlightCalls:
 
 
 async def watch_stop(
-    store: Store,
+    store: StoreBackend,
     run_token: str,
     interrupted: Callable[[], bool],
     on_interrupt: Callable[[], None],

@@ -26,7 +26,7 @@ from .interrupts import InFlightCalls
 from .outcome import CAP_REFUSED_RETRY, ERROR, OK, Outcome, cut_off_outcome
 from .planned import Planned
 from .same_turn import SameTurn
-from .store import PaidAnswer, Store
+from .store import PaidAnswer, StoreBackend
 
 # Slack over the model's own limit so the adapter's timeout fires first with its own message.
 TIMEOUT_SLACK_S = 5.0
@@ -54,7 +54,7 @@ class PaidCalls:
     the cap's reservation for a retry (``Reservations.reserve``); ``interrupted``: whether
     the run was stopped (nothing is retried after it)."""
 
-    store: Store
+    store: StoreBackend
     retries: int
     backoff_s: float
     pacers: dict[str, Pacer]

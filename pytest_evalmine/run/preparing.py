@@ -20,7 +20,7 @@ from typing import Any
 from ..adapters.base import Adapter, AdapterError
 from ..errors import EvalmineError, EvalmineWarning
 from ..redaction import redact
-from .store import Store
+from .store import StoreBackend
 
 
 def unready(adapter: Adapter) -> str | None:
@@ -38,7 +38,7 @@ def unready(adapter: Adapter) -> str | None:
 
 
 def prepare(
-    store: Store,
+    store: StoreBackend,
     adapters: Iterable[tuple[Adapter, set[str]]],
     run: Callable[[Coroutine[Any, Any, None]], None],
 ) -> None:
@@ -71,7 +71,7 @@ def prepare(
         store.remember_adapter_state(adapter.name, kept)
 
 
-def restore_prepared(store: Store, adapters: Iterable[Adapter]) -> None:
+def restore_prepared(store: StoreBackend, adapters: Iterable[Adapter]) -> None:
     """Replay (record mode ``none``) touches no network and needs no key: each adapter gets
     back what it learnt the last time it prepared, from the cache database."""
     for adapter in adapters:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .store import Store
+from .store import StoreBackend
 
 NO_CACHED_ANSWER = "no cached answer and --evalmine-record=none forbids calling the model"
 FAKE = "fake"  # the fake adapter's name (adapters/fake.py), which --evalmine-fake routes to
@@ -16,7 +16,7 @@ FAKE = "fake"  # the fake adapter's name (adapters/fake.py), which --evalmine-fa
 
 @dataclass
 class ReplayMisses:
-    store: Store
+    store: StoreBackend
     # (model, adapter) -> the error: every miss of a model gives the same reason, so one query.
     _errors: dict[tuple[str, str], str] = field(default_factory=dict, init=False, repr=False)
 

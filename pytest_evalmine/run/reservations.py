@@ -16,7 +16,7 @@ from .outcome import Outcome, budget_outcome, interrupted_outcome
 from .planned import Planned
 from .run_state import RunState
 from .same_turn import SameTurn
-from .store import Store
+from .store import StoreBackend
 
 
 class Reservations:
@@ -24,7 +24,9 @@ class Reservations:
     on (the calls holding a reservation, those waiting for room) is the dispatch's
     ``RunState``, which signals every change of it."""
 
-    def __init__(self, store: Store, run_token: str, cap_usd: float, state: RunState) -> None:
+    def __init__(
+        self, store: StoreBackend, run_token: str, cap_usd: float, state: RunState
+    ) -> None:
         self.store = store
         self.run_token = run_token
         self.cap_usd = cap_usd

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from .outcome import ERROR, OK, Outcome, cut_off_outcome, interrupted_outcome
 from .paid_call import redacted_response
 from .planned import Planned
-from .store import Claim, Hit, Store, owner_alive
+from .store import Claim, Hit, StoreBackend, owner_alive
 
 CLAIM_POLL_S = 0.05
 
@@ -46,7 +46,9 @@ def from_cache(item: Planned, hit: Hit, run_token: str, owner: str) -> Outcome:
     )
 
 
-def from_claim(store: Store, item: Planned, claim: Claim, run_token: str, owner: str) -> Outcome:
+def from_claim(
+    store: StoreBackend, item: Planned, claim: Claim, run_token: str, owner: str
+) -> Outcome:
     """Another worker of this run finished the call: its outcome is ours."""
     if claim.status == OK:
         hit = store.hit(item.key)
@@ -70,7 +72,7 @@ def from_claim(store: Store, item: Planned, claim: Claim, run_token: str, owner:
 
 
 def settled(
-    store: Store, planned: list[Planned], run_token: str, owner: str, record: str
+    store: StoreBackend, planned: list[Planned], run_token: str, owner: str, record: str
 ) -> dict[str, Outcome]:
     """What the run's other processes made of ``planned``, read from the cache, the claims
     and the ledger, sending nothing: for the xdist controller, whose workers' records of a
@@ -99,7 +101,7 @@ class ClaimWaiter:
     """One batch's waits for claims that other processes hold. ``interrupted``: whether the
     run was stopped (every wait then ends with None)."""
 
-    def __init__(self, store: Store, interrupted: Callable[[], bool]) -> None:
+    def __init__(self, store: StoreBackend, interrupted: Callable[[], bool]) -> None:
         self.store = store
         self.interrupted = interrupted
         self._waiting: dict[str, asyncio.Future[Claim | None]] = {}

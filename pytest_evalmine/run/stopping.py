@@ -14,20 +14,20 @@ import time
 from collections.abc import Callable
 
 from .interrupts import INTERRUPT_GRACE_S, STOP_POLL_S
-from .store import Store
+from .store import StoreBackend
 
 # After the workers' grace: time for a call cut off at its end to be written down.
 SETTLE_SLACK_S = 2.0
 
 
-def stop_run(store: Store, run_token: str) -> set[str]:
+def stop_run(store: StoreBackend, run_token: str) -> set[str]:
     """Ask every process of the run to send nothing new; the requests in flight now."""
     store.request_stop(run_token)
     return store.reserved_keys(run_token)
 
 
 def wait_for_calls(
-    store: Store,
+    store: StoreBackend,
     run_token: str,
     timeout_s: float = INTERRUPT_GRACE_S + SETTLE_SLACK_S,
     *,

@@ -5,10 +5,8 @@ share what it serves at once."""
 
 from __future__ import annotations
 
-import time
-
 from ..adapters.base import Adapter
-from .store import Store
+from .store import StoreBackend
 
 
 def server_of(adapter: Adapter) -> str:
@@ -19,16 +17,10 @@ def server_of(adapter: Adapter) -> str:
     return f"adapter:{adapter.name}"
 
 
-def remembered(store: Store, server: str) -> int | None:
-    row = store.connection.execute(
-        "SELECT width FROM learned_widths WHERE server = ?", (server,)
-    ).fetchone()
-    return int(row[0]) if row and row[0] >= 1 else None
+def remembered(store: StoreBackend, server: str) -> int | None:
+    return store.learned_width(server)
 
 
-def remember(store: Store, widths: dict[str, int]) -> None:
-    """Keep each server's learnt width (one statement per server, autocommitted)."""
-    for server, width in widths.items():
-        store.connection.execute(
-            "INSERT OR REPLACE INTO learned_widths VALUES (?, ?, ?)", (server, width, time.time())
-        )
+def remember(store: StoreBackend, widths: dict[str, int]) -> None:
+    """Keep each server's learnt width."""
+    store.remember_widths(widths)
