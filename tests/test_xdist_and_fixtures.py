@@ -13,7 +13,15 @@ from .conftest import COUNTING_CONFTEST, SMALL_SUITE, call_count, latest_answers
 # spread over the processes, as latency_s does.
 # How the calls were spread over the processes: the tries of a call another worker made are
 # not known to the worker that reports it (its claim keeps attempts only: spec 11).
-RUN_SPECIFIC = {"latency_s", "cached", "cost_usd", "attempts", "width", "sent_tries", "billed_tries"}
+RUN_SPECIFIC = {
+    "latency_s",
+    "cached",
+    "cost_usd",
+    "attempts",
+    "width",
+    "sent_tries",
+    "billed_tries",
+}
 
 
 def _stable(answers: list[dict]) -> list[dict]:
