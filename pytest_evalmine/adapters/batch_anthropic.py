@@ -87,16 +87,9 @@ class AnthropicBatch(AdapterWire[AnthropicAdapter]):
     async def cancel(self, batch_id: str) -> None:
         """``POST /v1/messages/batches/{id}/cancel``: ``canceling``, then ``ended`` with the
         requests it did not run as ``canceled`` results."""
-        status, headers, content, text = await exchange_bytes(
-            self.adapter._clients.get(),
-            "POST",
-            f"{self.adapter.base_url}/v1/messages/batches/{batch_id}/cancel",
-            self._headers(),
-            POLL_TIMEOUT_S,
-            content=b"",
+        await self._cancel_or_raise(
+            f"{self.adapter.base_url}/v1/messages/batches/{batch_id}/cancel"
         )
-        if status >= 400:
-            raise error_from_status(status, headers, error_message(json_or_text(content, text)))
 
     async def poll(self, batch_id: str) -> BatchStatus:
         data = await get_json(

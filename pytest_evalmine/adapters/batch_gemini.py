@@ -82,10 +82,9 @@ class GeminiBatch(AdapterWire[GeminiAdapter]):
     async def cancel(self, batch_id: str) -> None:
         """``POST /v1beta/{name}:cancel`` (``name`` is ``batches/{id}``): the operation ends
         ``BATCH_STATE_CANCELLED``."""
-        status, headers, content, text = await exchange_bytes(
-            self.adapter._clients.get(), "POST", f"{self.adapter.base_url}/{batch_id}:cancel",
-            self._headers(), POLL_TIMEOUT_S, content=b"{}",
-        )  # fmt: skip
+        status, headers, content, text = await self._cancel_at(
+            f"{self.adapter.base_url}/{batch_id}:cancel", b"{}"
+        )
         if status >= 400:
             raise gemini_error(status, headers, json_or_text(content, text))
 

@@ -171,16 +171,7 @@ class OpenAIBatch(AdapterWire[OpenAIAdapter]):
     async def cancel(self, batch_id: str) -> None:
         """``POST /v1/batches/{id}/cancel``: the batch is ``cancelling`` (up to 10 minutes),
         then ``cancelled``, with the results of what ran in its output file."""
-        status, headers, content, text = await exchange_bytes(
-            self.adapter._clients.get(),
-            "POST",
-            f"{self.adapter.base_url}/batches/{batch_id}/cancel",
-            self._headers(),
-            POLL_TIMEOUT_S,
-            content=b"",
-        )
-        if status >= 400:
-            raise error_from_status(status, headers, error_message(json_or_text(content, text)))
+        await self._cancel_or_raise(f"{self.adapter.base_url}/batches/{batch_id}/cancel")
 
     async def cleanup(self, batch_id: str, status: BatchStatus) -> list[str]:
         """Delete the files an ended batch leaves on the account (its input, output and

@@ -102,6 +102,27 @@ class AdapterWire(Generic[A]):
         self.adapter = adapter
         self.provider = adapter.name
 
+    def _headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    async def _cancel_at(self, url: str, content: bytes = b"") -> tuple[int, Any, bytes, str]:
+        """``POST url`` (a batch's cancel), its status, headers and body as sent back. The
+        first request imports the HTTP client: dispatch imports this module for every run."""
+        from .http import exchange_bytes
+
+        client = self.adapter._clients.get()  # type: ignore[attr-defined]
+        return await exchange_bytes(
+            client, "POST", url, self._headers(), POLL_TIMEOUT_S, content=content
+        )
+
+    async def _cancel_or_raise(self, url: str) -> None:
+        """``_cancel_at``; a refusal (4xx/5xx) raised as the provider's error."""
+        from .http import error_from_status, error_message
+
+        status, headers, content, text = await self._cancel_at(url)
+        if status >= 400:
+            raise error_from_status(status, headers, error_message(json_or_text(content, text)))
+
 
 def compact_json(value: Any) -> bytes:
     """``value`` as a batch entry's bytes: JSON with no spaces, non-ASCII text as UTF-8."""
