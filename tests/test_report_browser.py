@@ -382,14 +382,14 @@ def test_the_page_fits_a_phone_a_tablet_and_a_desktop(page: Any, tmp_path: Path)
             "return [r.width, r.right]"
         )
         assert plot[0] >= 100 and plot[1] <= inner
-        # The wide cases table scrolls in its own box on a phone.
+        # The wide cases table scrolls in its own box on a tablet; a phone gets cards.
         wrap = page.execute_script(
             "var w = document.querySelector('#cases .table-wrap');"
             "return [w.scrollWidth, w.clientWidth]"
         )
         assert wrap[1] <= inner
         if width == 390:
-            assert wrap[0] > wrap[1]
+            assert wrap[0] <= wrap[1]
         screenshot(page, f"report-{width}.png", full=True)
 
 

@@ -21,9 +21,10 @@ CASE_SEPARATOR = "\x1f"
 # The cases view (filled by cases.js from the page's data): every answer as a row, filtered,
 # searched, sorted and shown a page of rows at a time, so 20,000 rows cost what 100 do.
 CASES_VIEW = """<section id="cases"><h2>Cases</h2>
-<p class="muted">Every answer of the run, one row each. Filter, search prompts and answers, sort
-by a column's header; a row opens its case. A link such as <code>#cases?task=triage</code>
-opens this view filtered.</p>
+<p class="muted">Every answer of the run, one row each. Filter, search prompts, answers, case
+ids and check messages (<kbd>Esc</kbd> clears), sort by a column's header; a row opens its case
+(<kbd>Tab</kbd> to it, <kbd>Enter</kbd>). A link such as <code>#cases?task=triage</code> opens
+this view filtered.</p>
 <div id="cases-filters" class="filters">
 <label>task <select id="f-task"><option value="">all</option></select></label>
 <label>model <select id="f-model"><option value="">all</option></select></label>
@@ -31,20 +32,34 @@ opens this view filtered.</p>
 <label><input id="f-flagged" type="checkbox"> flagged (label next)</label>
 <label><input id="f-flip" type="checkbox"> flips</label>
 <label><input id="f-failed" type="checkbox"> check failures</label>
-<input id="f-search" type="search" placeholder="search prompts and answers">
+<input id="f-search" type="search" aria-label="search prompts, answers, case ids and check messages"
+placeholder="search prompts, answers, case ids, checks">
 </div>
-<p><span id="cases-count"></span> <button id="cases-prev" type="button">&larr;</button>
-<span id="cases-page"></span> <button id="cases-next" type="button">&rarr;</button></p>
+<p><span id="cases-count" role="status"></span>
+<button id="cases-prev" type="button" aria-label="previous page">&larr;</button>
+<span id="cases-page"></span>
+<button id="cases-next" type="button" aria-label="next page">&rarr;</button>
+<button id="export-csv" type="button">Export CSV</button>
+<button id="export-json" type="button">Export JSON</button></p>
+<p id="cases-empty" class="empty" hidden></p>
 <div class="table-wrap"><table id="cases-table"><thead><tr>
-<th data-sort="task">task</th><th data-sort="case">case</th><th data-sort="model">model</th>
-<th data-sort="outcome">outcome</th><th data-sort="checks">checks</th>
-<th data-sort="score">score</th><th data-sort="cost">cost</th>
-<th data-sort="latency">latency</th><th data-sort="judge">judge verdict</th>
-<th data-sort="flip">flip</th><th data-sort="label">label</th></tr></thead>
+<th data-sort="task"><button type="button">task</button></th>
+<th data-sort="case"><button type="button">case</button></th>
+<th data-sort="model"><button type="button">model</button></th>
+<th data-sort="outcome"><button type="button">outcome</button></th>
+<th data-sort="checks"><button type="button">checks</button></th>
+<th data-sort="score"><button type="button">score</button></th>
+<th data-sort="cost"><button type="button">cost</button></th>
+<th data-sort="latency"><button type="button">latency</button></th>
+<th data-sort="judge"><button type="button">judge verdict</button></th>
+<th data-sort="flip"><button type="button">flip</button></th>
+<th data-sort="label"><button type="button">label</button></th></tr></thead>
 <tbody id="cases-body"></tbody></table></div>
 <div id="case-detail" hidden><h3 id="case-title"></h3>
 <p><label><input id="case-diff" type="checkbox"> show differences from the baseline's answer
-</label> <button id="case-close" type="button">close</button></p>
+</label> <label><input id="case-markdown" type="checkbox"> render Markdown</label>
+<label><input id="case-raw" type="checkbox"> show the stored records</label>
+<button id="case-close" type="button">close</button></p>
 <h4>Prompt</h4><div id="case-prompt" class="prompt"></div>
 <div id="case-answers" class="answers"></div><div id="case-judge"></div></div>
 </section>
@@ -146,6 +161,8 @@ def _judge_entry(pair: dict[str, Any]) -> dict[str, Any]:
                 "first": first,
                 "winner": {"1": first, "2": second, "tie": "tie"}.get(slot or "", "none"),
                 "reason": judge_pass.get("reason") or judge_pass.get("error") or "",
+                # the pass as pairs.jsonl stores it, for "show the stored records"
+                "raw": _stored(judge_pass),
             }
         )
     return {
@@ -171,6 +188,7 @@ def case_items(
     exclusion), flip and human label; the baseline's rows carry none (its pairs are shown
     on each candidate's row). ``flagged``: the pair is in "Label next"."""
     by_pair = {(p["task"], p["case"], p["candidate"]): p for p in pairs}
+    # The item holds these itself (under its own names); ``raw`` has the record's other fields.
     flagged = {(s.task, s.case, s.candidate) for s in suggestions}
     for record in records:
         key = (record["task"], record["case"], record["model"])
@@ -188,7 +206,38 @@ def case_items(
             "flip": bool(pair and pair.get("flip")),
             "label": (pair.get("label") or "") if pair else "",
             "flagged": key in flagged,
+            "tokens": record.get("tokens") or None,
+            "finish": record.get("finish_reason") or "",
+            "raw": _raw_rest(record),
         }
+
+
+# An answer's fields its cases-view row carries already; "show the stored records" puts them
+# back (the text once in the page: the budget of 800 bytes per answer).
+_ROW_FIELDS = frozenset(
+    ("task", "case", "outcome", "text", "score", "cost_usd", "latency_s", "finish_reason")
+)
+
+
+def _raw_rest(record: dict[str, Any]) -> dict[str, Any]:
+    """The answers.jsonl row minus what the item carries, minus nulls and ``parsed`` (the
+    answer's own JSON: its text again); the checks only when the row's differ (a check's
+    score, expected, got)."""
+    rest = {
+        k: v
+        for k, v in record.items()
+        if k not in _ROW_FIELDS and k not in ("parsed", "tokens") and v is not None
+    }
+    if check_rows(rest.get("checks")) == rest.get("checks", []):
+        rest.pop("checks", None)
+    return rest
+
+
+def _stored(judge_pass: dict[str, Any]) -> dict[str, Any]:
+    """A judge's pass as stored, minus nulls and its reason when shown (the page puts it
+    back)."""
+    shown = bool(judge_pass.get("reason"))
+    return {k: v for k, v in judge_pass.items() if v is not None and (k != "reason" or not shown)}
 
 
 def criterion_items(

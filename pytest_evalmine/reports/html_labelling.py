@@ -18,7 +18,7 @@ CRITERION_PANEL = """<h2>Label criteria (PASS/FAIL)</h2>
 you have chosen. "Copy criterion labels" gives YAML lines for the suite's <code>labels:</code>
 list, as the suite loader reads criterion labels.</p>
 <section id="criterion-labelling" hidden>
-<div class="lab-bar"><button id="crit-prev" type="button">&larr; previous</button>
+<div id="crit-top" class="lab-bar"><button id="crit-prev" type="button">&larr; previous</button>
 <button id="crit-next" type="button">next &rarr;</button>
 <button id="crit-open" type="button">next unlabelled</button>
 <label><input id="crit-advance" type="checkbox"> advance on choice</label>
@@ -165,7 +165,7 @@ the answers differ, <kbd>c</kbd> copy labels. The judge's verdict opens once you
 Progress stays in this browser (per run); "Copy labels" gives YAML entries for the suite's
 <code>labels:</code> list or a <code>labels_path</code> file.</p>
 <section id="labelling" hidden>
-<div class="lab-bar"><label>Order <select id="lab-order"><option value="next">label next first
+<div id="lab-top" class="lab-bar"><label>Order <select id="lab-order"><option value="next">label next first
 </option><option value="audit">label the audit sample</option><option value="suite">suite order
 </option></select></label>
 <button id="lab-prev" type="button">&larr; previous</button>

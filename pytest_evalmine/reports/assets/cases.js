@@ -4,7 +4,7 @@
  * filtered and a reload keeps it. */
 (function () {
   "use strict";
-  var shared = window.evalmine;
+  var shared = window.evalmine, detail = shared.detail;
   var root = document.getElementById("cases");
   if (!shared.data || !root) return;
   var data = shared.data;
@@ -59,9 +59,12 @@
     if (state.flip && !it.flip) return false;
     if (state.failed && !failedChecks(it)) return false;
     if (q) {
-      if (itemHay[i] === undefined) itemHay[i] = it.text.toLowerCase();
+      // the answer and its checks' names and messages; the case's id and prompt
+      if (itemHay[i] === undefined) {
+        itemHay[i] = it.checks.reduce(function (h, c) { return h + "\n" + c.name + ": " + c.message; }, it.text).toLowerCase();
+      }
       if (itemHay[i].indexOf(q) < 0) {
-        if (caseHay[it.case] === undefined) caseHay[it.case] = cases[it.case].prompt.toLowerCase();
+        if (caseHay[it.case] === undefined) caseHay[it.case] = (cases[it.case]["case"] + "\n" + cases[it.case].prompt).toLowerCase();
         if (caseHay[it.case].indexOf(q) < 0) return false;
       }
     }
@@ -89,9 +92,12 @@
     renderRows(pages);
   }
 
+  // Each cell names its column (data-label): a phone shows the rows as cards.
+  var HEADS = ["task", "case", "model", "outcome", "checks", "score", "cost", "latency", "judge", "flip", "label"];
   function cell(tr, value, cls) {
     var td = document.createElement("td");
     td.textContent = value;
+    td.setAttribute("data-label", HEADS[tr.children.length]);
     if (cls) td.className = cls;
     tr.appendChild(td);
   }
@@ -103,13 +109,19 @@
       var it = items[i], c = cases[it.case];
       var tr = document.createElement("tr");
       tr.setAttribute("data-item", String(i));
-      cell(tr, c.task); cell(tr, c["case"]); cell(tr, it.model); cell(tr, it.outcome);
+      tr.tabIndex = 0;  // Tab reaches a row, Enter or Space opens its case
+      cell(tr, c.task); cell(tr, c["case"]); cell(tr, it.model);
+      cell(tr, it.outcome + (detail.truncated(it) ? " (truncated)" : ""));
       cell(tr, checksText(it), failedChecks(it) ? "num flag" : "num");
       cell(tr, num(it.score, 2), "num"); cell(tr, it.cost === null ? "-" : "$" + it.cost.toFixed(4), "num");
       cell(tr, it.latency === null ? "-" : Math.round(it.latency * 1000) + " ms", "num");
-      cell(tr, it.judge); cell(tr, it.flip ? "flip" : ""); cell(tr, it.label);
+      cell(tr, it.judge, it.judge ? "" : "blank"); cell(tr, it.flip ? "flip" : "", it.flip ? "" : "blank");
+      cell(tr, it.label, it.label ? "" : "blank");
       body.appendChild(tr);
     });
+    var empty = el("cases-empty");
+    empty.hidden = shown.length > 0;
+    empty.textContent = state.q ? "no answer matches '" + state.q + "'" + (filtered() ? " with these filters" : "") : "no answer matches these filters";
     el("cases-count").textContent = shown.length + " of " + items.length + " answers";
     el("cases-page").textContent = "page " + (state.page + 1) + " of " + pages;
     el("cases-prev").disabled = state.page === 0;
@@ -140,7 +152,9 @@
     if (!c) return;
     state.open = ci;
     el("case-detail").hidden = false;
-    el("case-title").textContent = c.task + " / " + c["case"];
+    var title = el("case-title");
+    title.textContent = "";
+    [c.task, c["case"]].forEach(function (v, k) { if (k) title.appendChild(document.createTextNode(" / ")); detail.add(title, "bdi", v); });
     el("case-prompt").textContent = c.prompt || "(the run's files hold no rendered prompt for this case)";
     var answers = el("case-answers");
     answers.textContent = "";
@@ -150,7 +164,8 @@
       var it = items[i];
       var box = document.createElement("div");
       box.className = "case-answer";
-      add(box, "h4", it.model + ": " + it.outcome + (it.score === null ? "" : ", score " + it.score.toFixed(2)));
+      detail.line(box, "h4", ["", it.model, ": " + it.outcome + (it.score === null ? "" : ", score " + it.score.toFixed(2))]);
+      detail.callLine(box, it);
       box.appendChild(checksList(it.checks));
       var textBox = add(box, "div", "", "answer-text");
       if (el("case-diff").checked && k > 0 && baseline) {
@@ -158,23 +173,65 @@
       } else if (el("case-diff").checked && k === 0 && own.length > 1) {
         shared.render(textBox, shared.diff(it.text, items[own[1]].text).a, "diff-del");
       } else {
-        textBox.textContent = it.text;
+        textBox.setAttribute("data-shown", detail.answer(textBox, it.text, el("case-markdown").checked));
       }
+      if (el("case-raw").checked) detail.rawBlock(box, "stored answer (answers.jsonl)", detail.storedAnswer(it, c));
       answers.appendChild(box);
     });
     var judge = el("case-judge");
     judge.textContent = "";
     c.judge.forEach(function (j) {
-      add(judge, "h4", "Judge: " + j.candidate + " vs " + j.baseline + ": " +
+      detail.line(judge, "h4", ["Judge: ", j.candidate, " vs ", j.baseline, ": " +
         (j.excluded ? "not judged (" + j.excluded + ")" : j.outcome) + (j.flip ? ", flip" : "") +
-        (j.label ? "; your label: " + j.label : ""));
+        (j.label ? "; your label: " + j.label : "")]);
       j.passes.forEach(function (p, k) {
-        add(judge, "p", "Pass " + (k + 1) + ", " + p.first + " shown first: " +
-          (p.winner === "tie" ? "tie" : p.winner === "none" ? "no verdict" : p.winner + " better") +
-          (p.reason ? ". " + p.reason : ""));
+        var dot = p.reason ? ". " : "", head = ["Pass " + (k + 1) + ", ", p.first];
+        detail.line(judge, "p", head.concat(p.winner === "tie" || p.winner === "none"
+          ? [" shown first: " + (p.winner === "tie" ? "tie" : "no verdict") + dot, p.reason]
+          : [" shown first: ", p.winner, " better" + dot, p.reason]));
       });
+      if (el("case-raw").checked) detail.rawBlock(judge, "the judge's passes as stored (pairs.jsonl)", j.passes.map(detail.storedPass));
     });
     writeHash();
+  }
+
+  // Export: every answer the filters and search show (all pages), in the shown order.
+  var COLUMNS = ["task", "case", "model", "outcome", "checks_passed", "checks", "score", "cost_usd", "latency_s",
+    "finish_reason", "judge", "flip", "label", "text"];
+  function exportRow(i) {
+    var it = items[i], c = cases[it.case];
+    return { task: c.task, "case": c["case"], model: it.model, outcome: it.outcome,
+      checks_passed: it.checks.length - failedChecks(it), checks: it.checks.length, score: it.score,
+      cost_usd: it.cost, latency_s: it.latency, finish_reason: it.finish, judge: it.judge, flip: it.flip,
+      label: it.label, text: it.text };
+  }
+  function csvCell(v) {
+    if (v === null || v === undefined) return "";
+    var s = String(v);
+    // a cell a spreadsheet would run as a formula starts with a quote mark instead
+    if (typeof v === "string" && /^[=+\-@\t\r]/.test(s)) s = "'" + s;
+    return /[",\r\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
+  }
+  function exported(kind) {
+    var rows = shown.map(exportRow);
+    if (kind === "json") return JSON.stringify(rows, null, 2) + "\n";
+    return [COLUMNS.join(",")].concat(rows.map(function (r) {
+      return COLUMNS.map(function (k) { return csvCell(r[k]); }).join(",");
+    })).join("\r\n") + "\r\n";
+  }
+  function download(kind) {
+    var blob = new Blob([exported(kind)], { type: kind === "json" ? "application/json" : "text/csv" });
+    var link = document.createElement("a");
+    link.href = URL.createObjectURL(blob);
+    link.download = "evalmine-" + (data.run_id || "run") + "-cases." + kind;
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+    setTimeout(function () { URL.revokeObjectURL(link.href); }, 1000);
+  }
+
+  function filtered() {
+    return FILTERS.some(function (f) { return f !== "q" && state[f]; });
   }
 
   function fromHash() {
@@ -219,12 +276,21 @@
     el(id).addEventListener("change", fromControls);
   });
   el("f-search").addEventListener("input", fromControls);
+  el("f-search").addEventListener("keydown", function (e) {
+    if (e.key !== "Escape") return;
+    e.preventDefault();
+    el("f-search").value = "";
+    fromControls();
+  });
   el("cases-prev").addEventListener("click", function () { state.page--; apply(); writeHash(); });
   el("cases-next").addEventListener("click", function () { state.page++; apply(); writeHash(); });
-  el("case-diff").addEventListener("change", function () { openCase(state.open); });
+  ["case-diff", "case-markdown", "case-raw"].forEach(function (id) {
+    el(id).addEventListener("change", function () { openCase(state.open); });
+  });
   el("case-close").addEventListener("click", function () { el("case-detail").hidden = true; state.open = null; writeHash(); });
   root.querySelector("thead").addEventListener("click", function (e) {
-    var name = e.target.getAttribute && e.target.getAttribute("data-sort");
+    var head = e.target.closest ? e.target.closest("th[data-sort]") : null;
+    var name = head && head.getAttribute("data-sort");
     if (!name) return;
     state.dir = state.sort === name && state.dir !== "desc" ? "desc" : "asc";
     state.sort = name;
@@ -232,15 +298,22 @@
     apply();
     writeHash();
   });
-  el("cases-body").addEventListener("click", function (e) {
-    var row = e.target.closest ? e.target.closest("tr") : null;
-    if (!row) return;
+  function openRow(row) {
     openCase(items[parseInt(row.getAttribute("data-item"), 10)].case);
     el("case-detail").scrollIntoView();
+  }
+  el("cases-body").addEventListener("click", function (e) {
+    var row = e.target.closest ? e.target.closest("tr") : null;
+    if (row) openRow(row);
   });
+  el("cases-body").addEventListener("keydown", function (e) {
+    if ((e.key === "Enter" || e.key === " ") && e.target.tagName === "TR") { e.preventDefault(); openRow(e.target); }
+  });
+  el("export-csv").addEventListener("click", function () { download("csv"); });
+  el("export-json").addEventListener("click", function () { download("json"); });
   window.addEventListener("hashchange", follow);
   follow();
-  window.evalmineCases = { shown: function () { return shown.slice(); }, apply: apply };
+  window.evalmineCases = { shown: function () { return shown.slice(); }, apply: apply, exported: exported };
 })();
 
 /* Criterion labelling: one answer and one criterion at a time, PASS or FAIL, the judge's
@@ -287,7 +360,7 @@
   function choose(label) {
     saved[id(items[pos])] = { label: label, note: el("crit-note").value };
     shared.store(storeKey, saved);
-    if (el("crit-advance").checked && nextOpen()) return;
+    if (el("crit-advance").checked && nextOpen()) { shared.revealTop(el("crit-top")); return; }
     show();
   }
   // The next answer neither chosen here nor labelled in the suite.
@@ -320,7 +393,7 @@
     if (s) { s.note = e.target.value; shared.store(storeKey, saved); }
   });
   document.addEventListener("keydown", function (e) {
-    if (shared.typing(e)) return;
+    if (shared.typing(e) || !shared.inUse("criterion-labelling")) return;
     if (e.key === "p") { e.preventDefault(); choose("PASS"); }
     else if (e.key === "f") { e.preventDefault(); choose("FAIL"); }
   });

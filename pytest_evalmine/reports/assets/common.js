@@ -73,15 +73,58 @@ window.evalmine = (function () {
   function load(key, fallback) {
     try { return JSON.parse(window.localStorage.getItem(key) || "null") || fallback; } catch (e) { return fallback; }
   }
+  // Keys go to a field being typed in; a checkbox, radio or button keeps no keys (after a
+  // click on "advance on choice" the shortcuts go on working).
+  var KEYLESS = { checkbox: 1, radio: 1, button: 1, submit: 1, reset: 1 };
   function typing(e) {
-    var tag = (e.target && e.target.tagName) || "";
-    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || e.ctrlKey || e.metaKey || e.altKey;
+    var t = e.target || {}, tag = t.tagName || "";
+    if (e.ctrlKey || e.metaKey || e.altKey) return true;
+    if (tag === "INPUT") return !KEYLESS[(t.type || "").toLowerCase()];
+    return tag === "TEXTAREA" || tag === "SELECT" || !!t.isContentEditable;
   }
-  // A checkbox whose state is kept in localStorage under ``key`` ("advance on choice" is one
-  // setting for both labellings, kept across runs).
+  // The panel in use: the last one clicked or focused while it is still on screen, else the
+  // one filling most of the screen. Each panel's keys act only when it is the one in use
+  // (pressing 1 in the criterion panel labelled an off-screen pair).
+  var PANELS = ["labelling", "criterion-labelling", "cases"], lastPanel = null;
+  function panelOf(node) {
+    for (; node && node !== document; node = node.parentNode) if (node.id && PANELS.indexOf(node.id) >= 0) return node.id;
+    return null;
+  }
+  function onScreen(id) {
+    var node = document.getElementById(id);
+    if (!node || node.hidden) return 0;
+    var r = node.getBoundingClientRect();
+    return Math.max(0, Math.min(r.bottom, window.innerHeight) - Math.max(r.top, 0));
+  }
+  ["pointerdown", "focusin"].forEach(function (type) {
+    document.addEventListener(type, function (e) { var p = panelOf(e.target); if (p) lastPanel = p; }, true);
+  });
+  // With none clicked, the labelling panel most on screen, else the first on the page.
+  function inUse(id) {
+    if (lastPanel && onScreen(lastPanel) > 0) return lastPanel === id;
+    var best = null, most = 0;
+    PANELS.slice(0, 2).forEach(function (p) {
+      var node = document.getElementById(p), seen = onScreen(p);
+      if (!best && node && !node.hidden) best = p;
+      if (seen > most) { most = seen; best = p; }
+    });
+    return best === id;
+  }
+  // A checkbox whose state is kept in localStorage under ``key``: "advance on choice" is one
+  // setting for both labellings (ticking one ticks the other), kept across runs.
+  var bound = {};
   function bindPersistedCheckbox(box, key) {
+    (bound[key] = bound[key] || []).push(box);
     box.checked = load(key, false) === true;
-    box.addEventListener("change", function () { store(key, box.checked); });
+    box.addEventListener("change", function () {
+      store(key, box.checked);
+      bound[key].forEach(function (other) { other.checked = box.checked; });
+    });
+  }
+  // Bring the top of ``node`` into view when it is above the screen (after a choice on a
+  // phone the next pair's title was 394 px above it).
+  function revealTop(node) {
+    if (node && node.getBoundingClientRect().top < 0) node.scrollIntoView({ block: "start" });
   }
 
   // Fill a list with an answer's check results (the labelling's answers and a case's).
@@ -133,7 +176,7 @@ window.evalmine = (function () {
 
   return {
     data: data, diff: diff, render: render, store: store, load: load, typing: typing,
-    bindPersistedCheckbox: bindPersistedCheckbox, fillChecks: fillChecks, labelsYaml: labelsYaml,
+    bindPersistedCheckbox: bindPersistedCheckbox, inUse: inUse, revealTop: revealTop, fillChecks: fillChecks, labelsYaml: labelsYaml,
     copyLabels: copyLabels
   };
 })();

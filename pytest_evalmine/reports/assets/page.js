@@ -78,7 +78,7 @@
     persist();
     // "advance on choice": straight on to the next unlabelled pair (the judge's verdict
     // of the one just chosen is then a "previous" away)
-    if (el("lab-advance").checked && nextOpen()) return;
+    if (el("lab-advance").checked && nextOpen()) { shared.revealTop(el("lab-top")); return; }
     show();
   }
   function move(step) { pos = Math.min(order.length - 1, Math.max(0, pos + step)); show(); }
@@ -124,7 +124,7 @@
     if (saved[p.id]) { saved[p.id].note = e.target.value; persist(); }
   });
   document.addEventListener("keydown", function (e) {
-    if (shared.typing(e)) return;
+    if (shared.typing(e) || !shared.inUse("labelling")) return;
     var action = { "1": function () { choose("A"); }, "2": function () { choose("tie"); }, "3": function () { choose("B"); },
       "ArrowRight": function () { move(1); }, "ArrowLeft": function () { move(-1); },
       "n": nextOpen, "c": copyLabels, "d": toggleDiff }[e.key];
