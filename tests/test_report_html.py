@@ -517,8 +517,18 @@ def test_the_cases_view_has_every_answer_once_with_its_case_and_its_pairs_verdic
     assert cases[0]["prompt"] == "Prompt 0: where is my parcel?"
     # Both passes, with the models named (the cases view is not blind) and the reasons.
     assert cases[0]["judge"][0]["passes"] == [
-        {"first": "fake/alpha", "winner": "fake/beta", "reason": "r1"},
-        {"first": "fake/beta", "winner": "fake/beta", "reason": "r2"},
+        {
+            "first": "fake/alpha",
+            "winner": "fake/beta",
+            "reason": "r1",
+            "raw": {"order": "baseline_first", "winner_slot": "2"},  # as stored, reason aside
+        },
+        {
+            "first": "fake/beta",
+            "winner": "fake/beta",
+            "reason": "r2",
+            "raw": {"order": "candidate_first", "winner_slot": "1"},
+        },
     ]
     # "flagged" is Label next's list: the flips (cases 0 and 7), the judge preferring an
     # answer that failed its check (case 4) and the label it disagrees with (case 1); not the
@@ -602,12 +612,12 @@ def test_labelling_entries_name_the_cases_views_rows_instead_of_copying_them() -
 
 def test_the_page_stays_within_its_size_budget() -> None:
     # spec "Page budget": the texts once, at most 800 bytes per answer besides, and about
-    # 40 KB of styles and scripts; one self-contained file whatever the size.
+    # 50 KB of styles and scripts; one self-contained file whatever the size.
     pairs, answers = run_docs(2000)
     page = render_html(report_doc(False), pairs, answers).encode()
     assets = resources.files("pytest_evalmine.reports").joinpath("assets")
     fixed = sum(len(f.read_bytes()) for f in assets.iterdir() if f.name.endswith((".css", ".js")))
-    assert fixed <= 40_000
+    assert fixed <= 50_000
     texts = sum(len(a["text"]) for a in answers) + sum(len(p["prompt"]) for p in pairs)
     assert (len(page) - fixed - texts) / len(answers) <= 800
     assert page.count(answers[1]["text"].encode()) == 1  # each answer's text embedded once

@@ -206,7 +206,7 @@ def case_items(
             "flip": bool(pair and pair.get("flip")),
             "label": (pair.get("label") or "") if pair else "",
             "flagged": key in flagged,
-            "tokens": record.get("tokens") or None,
+            "tokens": _sorted(record.get("tokens")) or None,
             "finish": record.get("finish_reason") or "",
             "raw": _raw_rest(record),
         }
@@ -230,14 +230,26 @@ def _raw_rest(record: dict[str, Any]) -> dict[str, Any]:
     }
     if check_rows(rest.get("checks")) == rest.get("checks", []):
         rest.pop("checks", None)
-    return rest
+    return _sorted(rest)
 
 
 def _stored(judge_pass: dict[str, Any]) -> dict[str, Any]:
     """A judge's pass as stored, minus nulls and its reason when shown (the page puts it
     back)."""
     shown = bool(judge_pass.get("reason"))
-    return {k: v for k, v in judge_pass.items() if v is not None and (k != "reason" or not shown)}
+    return _sorted(
+        {k: v for k, v in judge_pass.items() if v is not None and (k != "reason" or not shown)}
+    )
+
+
+def _sorted(value: Any) -> Any:
+    """Keys sorted at every level, as the jsonl files hold them: the live page is then the
+    page rendered again from the run's files, byte for byte."""
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
 
 
 def criterion_items(

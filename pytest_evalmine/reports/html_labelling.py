@@ -29,7 +29,7 @@ list, as the suite loader reads criterion labels.</p>
 <h3>Answer</h3><div id="crit-answer" class="answer-text"></div>
 <div class="choices"><button id="crit-PASS" type="button">PASS <kbd>p</kbd></button>
 <button id="crit-FAIL" type="button">FAIL <kbd>f</kbd></button>
-<input id="crit-note" type="text" placeholder="note (optional)"></div>
+<input id="crit-note" type="text" aria-label="note (optional)" placeholder="note (optional)"></div>
 <details id="crit-judge" class="judge"><summary id="crit-judge-summary"></summary>
 <div id="crit-judge-body"></div></details>
 <p><button id="crit-copy" type="button">Copy criterion labels</button>
@@ -165,9 +165,10 @@ the answers differ, <kbd>c</kbd> copy labels. The judge's verdict opens once you
 Progress stays in this browser (per run); "Copy labels" gives YAML entries for the suite's
 <code>labels:</code> list or a <code>labels_path</code> file.</p>
 <section id="labelling" hidden>
-<div id="lab-top" class="lab-bar"><label>Order <select id="lab-order"><option value="next">label next first
-</option><option value="audit">label the audit sample</option><option value="suite">suite order
-</option></select></label>
+<div id="lab-top" class="lab-bar"><label>Order <select id="lab-order">
+<option value="next">label next first</option>
+<option value="audit">label the audit sample</option>
+<option value="suite">suite order</option></select></label>
 <button id="lab-prev" type="button">&larr; previous</button>
 <button id="lab-next" type="button">next &rarr;</button>
 <button id="lab-open" type="button">next unlabelled <kbd>n</kbd></button>
@@ -184,7 +185,7 @@ Progress stays in this browser (per run); "Copy labels" gives YAML entries for t
 <div class="choices"><button id="choose-A" type="button">Prefer A <kbd>1</kbd></button>
 <button id="choose-tie" type="button">Tie <kbd>2</kbd></button>
 <button id="choose-B" type="button">Prefer B <kbd>3</kbd></button>
-<input id="lab-note" type="text" placeholder="note (optional)"></div>
+<input id="lab-note" type="text" aria-label="note (optional)" placeholder="note (optional)"></div>
 <details id="lab-judge" class="judge"><summary id="lab-judge-summary"></summary>
 <div id="lab-judge-body"></div></details>
 <p><button id="copy-labels" type="button">Copy labels <kbd>c</kbd></button>

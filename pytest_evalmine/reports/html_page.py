@@ -157,6 +157,8 @@ def html_pieces(
     )
     yield '\n<script type="application/json" id="evalmine-data">'
     yield from script_json_pieces(data)
-    scripts = "\n".join(asset(name) for name in ("common.js", "page.js", "case_detail.js", "cases.js"))
+    scripts = "\n".join(
+        asset(name) for name in ("common.js", "page.js", "case_detail.js", "cases.js")
+    )
     yield f"</script>\n<script>{scripts}</script>"
     yield "\n</body></html>\n"
