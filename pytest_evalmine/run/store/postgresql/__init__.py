@@ -1,0 +1,9 @@
+"""The PostgreSQL store (spec: "Cache database"): ``PostgresStore``, opened by
+``open_store`` for a ``postgresql://`` location. Importing it imports psycopg."""
+
+from .connection import StoreUnavailable
+from .leases import DEFAULT_LEASE_S, LEASE_ENV
+from .schema import SCHEMA_VERSION
+from .store import PostgresStore
+
+__all__ = ["DEFAULT_LEASE_S", "LEASE_ENV", "SCHEMA_VERSION", "PostgresStore", "StoreUnavailable"]
