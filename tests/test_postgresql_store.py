@@ -244,3 +244,26 @@ def test_a_run_on_the_postgresql_store_then_a_warm_rerun_pays_nothing(
     written = [p.read_text(errors="replace") for p in pytester.path.rglob("*") if p.is_file()]
     for text in ["\n".join(run.outlines + run.errlines) for run in runs] + written:
         assert PASSWORD not in text
+
+
+def test_without_psycopg_the_store_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in [m for m in sys.modules if m.startswith("pytest_evalmine.run.store.postgresql")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    with pytest.raises(EvalmineError, match=r"pip install 'pytest-evalmine\[postgresql\]'"):
+        open_store(f"postgresql://u:{PASSWORD}@127.0.0.1:1/db", Path("unused"))
+
+
+def test_a_bad_or_unreachable_store_is_one_line_and_exit_4(
+    pytester: pytest.Pytester, small_suite: Path
+) -> None:
+    bad = pytester.runpytest_subprocess("--evalmine-fake", "--evalmine-store=mysql://x/y")
+    assert bad.ret == 4
+    assert "not a postgresql:// URL" in "\n".join(bad.errlines)
+    down = f"postgresql://evalmine:{PASSWORD}@127.0.0.1:1/db?connect_timeout=2"
+    unreachable = pytester.runpytest_subprocess("--evalmine-fake", f"--evalmine-store={down}")
+    text = "\n".join(unreachable.outlines + unreachable.errlines)
+    assert unreachable.ret == 4, text
+    assert "cannot be used" in text and "Traceback" not in text and PASSWORD not in text
