@@ -17,7 +17,8 @@ import pytest
 from pytest_evalmine.adapters.base import Response, Usage
 from pytest_evalmine.errors import EvalmineError
 from pytest_evalmine.run.store import ANSWERED, CLAIMED, HELD, PaidAnswer
-from pytest_evalmine.run.store.location import masked, open_store
+from pytest_evalmine.run.store.location import open_store
+from pytest_evalmine.run.store.urls import masked
 from tests.conftest import open_test_store
 from tests.postgres_server import PASSWORD, PostgresServer
 

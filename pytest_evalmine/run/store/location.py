@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from ...errors import EvalmineError
 from .interface import StoreBackend
+from .urls import masked
 
 STORE_ENV = "EVALMINE_STORE"
 POSTGRESQL_SCHEMES = ("postgresql", "postgres")
-MASK = "***"
 INSTALL_HINT = "pip install 'pytest-evalmine[postgresql]'"
 
 
@@ -27,44 +27,6 @@ def store_location(option_value: str | None) -> str | None:
 
 def is_postgresql(location: str | None) -> bool:
     return bool(location) and urlsplit(str(location)).scheme in POSTGRESQL_SCHEMES
-
-
-def masked(location: str) -> str:
-    """``location`` as messages may show it: a URL's password (in its user info, or a
-    ``password=`` query parameter) replaced by ``***``."""
-    try:
-        parts = urlsplit(location)
-    except ValueError:
-        return MASK
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, host = netloc.rpartition("@")
-        user, sep, _password = userinfo.partition(":")
-        netloc = f"{user}:{MASK}@{host}" if sep else netloc
-    query = "&".join(
-        f"{part.partition('=')[0]}={MASK}" if _is_password(part) else part
-        for part in parts.query.split("&")
-        if part
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def _is_password(parameter: str) -> bool:
-    return parameter.partition("=")[0].strip().lower() == "password"
-
-
-def password_of(location: str) -> str | None:
-    """The password a URL carries (user info or ``password=``), to keep out of every text."""
-    try:
-        parts = urlsplit(location)
-        if parts.password:
-            return unquote(parts.password)
-    except ValueError:
-        return None
-    for part in parts.query.split("&"):
-        if _is_password(part) and part.partition("=")[2]:
-            return unquote(part.partition("=")[2])
-    return None
 
 
 def check_location(location: str | None) -> None:

@@ -1,5 +1,7 @@
-"""The PostgreSQL store (spec: "Cache database"): ``PostgresStore``, opened by
-``open_store`` for a ``postgresql://`` location. Importing it imports psycopg."""
+"""The PostgreSQL store (spec: "Cache database"): ``PostgresStore``, one module per job
+(connections and retries, schema and its version, leases, answers, claims, ledger,
+batches), opened by ``open_store`` for a ``postgresql://`` location. Importing it imports
+psycopg and psycopg_pool, which nothing else in the package does."""
 
 from .connection import StoreUnavailable
 from .leases import DEFAULT_LEASE_S, LEASE_ENV

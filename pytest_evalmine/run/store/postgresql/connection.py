@@ -15,7 +15,7 @@ from psycopg_pool import ConnectionPool
 
 from ....errors import EvalmineError
 from ....redaction import redact, remember_key
-from ..location import masked, password_of
+from ..urls import masked, password_of
 from .leases import Leases
 from .schema import NAMESPACE, set_up
 
