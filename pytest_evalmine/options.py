@@ -319,6 +319,13 @@ OPTIONS: tuple[Option, ...] = (
         kind="bool",
         default=False,
     ),
+    Option(
+        "store",
+        "the cache database: a postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE URL shared by "
+        "every machine of a team (env EVALMINE_STORE; default: the SQLite file under "
+        "EVALMINE_HOME)",
+        metavar="URL",
+    ),
     Option("glob", "file name pattern of suite files (ini only)", default="*.eval.yaml", cli=False),
     Option(
         "data_roots",

@@ -6,6 +6,7 @@ import json
 import os
 import sqlite3
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -17,6 +18,8 @@ import scipy.stats  # noqa: F401
 import pytest_evalmine.adapters.aiohttp_transport  # noqa: F401
 from pytest_evalmine import redaction
 from pytest_evalmine.suite.builtin import BUILTIN_SUITES, DATA_ENV
+from tests.postgres_server import INSTALL as POSTGRES_INSTALL
+from tests.postgres_server import PostgresServer, server_bin
 
 # The variables the built-in providers read for their base URL (run/endpoints.py).
 BASE_URL_NAMES = ("ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "OPENAI_BASE_URL")
@@ -92,7 +95,9 @@ PUBLIC_DATA_OVERRIDE = os.environ.get(DATA_ENV)
 @pytest.fixture(autouse=True)
 def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     # The providers' base-URL variables too: a developer's gateway must not redirect tests.
-    for name in ("EVALMINE_MAX_COST", "EVALMINE_HOME", DATA_ENV, *BASE_URL_NAMES):
+    for name in (
+        "EVALMINE_MAX_COST", "EVALMINE_HOME", "EVALMINE_STORE", DATA_ENV, *BASE_URL_NAMES
+    ):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     # A process redacts every key it ever loaded; pytester's in-process runs share this one,
     # so each test starts with none, as a pytest process of its own would (a key an earlier
@@ -109,6 +114,52 @@ def unavailable(message: str) -> NoReturn:
             f"{message} (CI=true: CI provides it, so this is a failure here)", pytrace=False
         )
     pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this test process (each xdist worker starts its own), started
+    on first use, stopped at the end of the session."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        unavailable("psycopg 3 is not installed: pip install 'pytest-evalmine[postgresql]'")
+    folder = server_bin()
+    if folder is None:
+        unavailable(f"no PostgreSQL server binaries (initdb, pg_ctl): {POSTGRES_INSTALL}")
+    server = PostgresServer(folder)
+    try:
+        server.start()
+    except BaseException:
+        server.stop()
+        raise
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The URL of a database of this test's own, on the tests' server (trusted user)."""
+    return postgres_server.url(postgres_server.fresh_database())
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """Where a store under test lives, once per backend: a SQLite file, a fresh PostgreSQL
+    database (``open_store(location)``)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "cache.sqlite")
+    return request.getfixturevalue("postgres_url")
+
+
+def open_test_store(location: str) -> Any:
+    """The store at ``store_location``: SQLite for a path, PostgreSQL for a URL."""
+    from pytest_evalmine.run.store.location import is_postgresql, open_store
+
+    if is_postgresql(location):
+        return open_store(location, Path("unused.sqlite"))
+    return open_store(None, Path(location))
 
 
 @pytest.fixture

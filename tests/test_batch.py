@@ -416,8 +416,18 @@ def test_the_store_upgrades_a_version_2_file_keeping_its_ledger(tmp_path: Path) 
         from pytest_evalmine.run.store import SCHEMA
 
         for statement in SCHEMA.split(";"):
-            if statement.strip() and "batch" not in statement:
+            if statement.strip() and not any(
+                table in statement for table in ("batch", "ledger", "run_totals")
+            ):
                 db.execute(statement)
+        # The ledger and running totals as version 2 had them (before the budget scope).
+        db.execute(
+            "CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, run_token TEXT NOT "
+            "NULL, key TEXT NOT NULL, reserved_usd REAL NOT NULL, spent_usd REAL NOT NULL "
+            "DEFAULT 0, state TEXT NOT NULL)"
+        )
+        db.execute("CREATE TABLE run_totals (run_token TEXT PRIMARY KEY, committed_usd REAL)")
+        db.execute("INSERT INTO run_totals VALUES ('r', 0.5)")
         db.execute(
             "INSERT INTO ledger (run_token, key, reserved_usd, spent_usd, state) "
             "VALUES ('r', 'k', 1.0, 0.5, 'spent')"
@@ -428,7 +438,11 @@ def test_the_store_upgrades_a_version_2_file_keeping_its_ledger(tmp_path: Path) 
     assert store.spent("r") == pytest.approx(0.5)
     assert store.claim_of("k") is not None  # version 2 claims kept
     assert store.batches() == []
-    assert store.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
+    assert store.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    # Version 5: the old rows count in the budget of their run token, its total kept.
+    assert store.committed("r") == pytest.approx(store.ledger_total("r")) == pytest.approx(0.5)
+    assert store.reserve_each("r", [("k2", 0.6)], cap=1.0) == [None]
+    assert store.reserve_each("r", [("k2", 0.5)], cap=1.0) != [None]
 
 
 def test_batch_price_rows() -> None:

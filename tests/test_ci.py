@@ -101,7 +101,7 @@ def test_the_watcher_reports_calls_settled_by_any_process(tmp_path: Path) -> Non
 
     store = Store(tmp_path / "cache.sqlite")
     written: list[str] = []
-    watcher = CallWatcher(store.path, "run-1", write=written.append, every_s=60)
+    watcher = CallWatcher(store, "run-1", write=written.append, every_s=60)
     watcher.tick()
     for key in ("a", "b", "c"):
         assert store.claim("run-1", key, "host:1") == CLAIMED

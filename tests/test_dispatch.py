@@ -133,9 +133,11 @@ def test_the_reservations_of_one_turn_share_a_transaction(tmp_path: Path) -> Non
     sizes: list[int] = []
     reserve_each = dispatcher.store.reserve_each
 
-    def counted(run_token: str, wanted: list[tuple[str, float]], cap: float) -> list[int | None]:
+    def counted(
+        run_token: str, wanted: list[tuple[str, float]], cap: float, budget: str | None = None
+    ) -> list[int | None]:
         sizes.append(len(wanted))
-        return reserve_each(run_token, wanted, cap)
+        return reserve_each(run_token, wanted, cap, budget)
 
     dispatcher.store.reserve_each = counted  # type: ignore[method-assign]
     outcomes = dispatcher.run(dispatcher.plan(requests(40)))

@@ -9,12 +9,15 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .. import __version__, exitcodes
 from ..errors import EvalmineError, PriceError, RefusedError, SuiteError
 from ..options import add_options, ini_data_roots, project_folders, resolve
 from ..redaction import printable
+
+if TYPE_CHECKING:
+    from ..run.store import StoreBackend
 
 USAGE_ERROR = 4
 SUITE_ERROR = 2  # as pytest reports a suite that does not load: a collection error
@@ -143,7 +146,7 @@ def build_parser() -> Parser:
     )
     batches.add_argument("--all", action="store_true", help="collected batches too")
     batches.add_argument("--json", action="store_true", help="print the batches as JSON")
-    add_options(batches.add_argument, None, names=("endpoint",), prefix="--")
+    add_options(batches.add_argument, None, names=("endpoint", "store"), prefix="--")
     return parser
 
 
@@ -438,28 +441,27 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def cmd_batches(args: argparse.Namespace) -> int:
     import datetime as dt
 
-    from ..options import cache_path
     from ..reports.render import text_table
-    from ..run.store import Store
 
-    path = cache_path(args.rootdir)
     if args.action == "cancel":
-        return _cancel_batch(path, args)
+        return _cancel_batch(args)
     if args.batch is not None:
         raise EvalmineError(f"batches: {args.batch!r}: did you mean `batches cancel ID`?")
-    if not path.is_file():  # never create a cache to say it is empty
+    store = _existing_store(args)
+    if store is None:  # never create a cache to say it is empty
         listed: list[dict[str, Any]] = []
+        where = str(_cache_file(args))
     else:
-        store = Store(path)
         try:
             listed = store.batches(open_only=not args.all)
+            where = store.location
         finally:
             store.close()
     if args.json:
         print(json.dumps(listed, indent=2))
         return 0
     if not listed:
-        print(f"no batch in flight in {path}" if not args.all else f"no batch in {path}")
+        print(f"no batch in flight in {where}" if not args.all else f"no batch in {where}")
         return 0
     rows = [
         (
@@ -479,18 +481,36 @@ def cmd_batches(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cancel_batch(path: Path, args: argparse.Namespace) -> int:
+def _cache_file(args: argparse.Namespace) -> Path:
+    from ..options import cache_path
+
+    return cache_path(args.rootdir)
+
+
+def _existing_store(args: argparse.Namespace) -> StoreBackend | None:
+    """The store ``--store`` (or ``EVALMINE_STORE``) names, else the SQLite file when it
+    exists (None when it does not: a listing never creates one)."""
+    from ..run.store.location import open_store, store_location
+
+    location = store_location(args.evalmine_store)
+    if location is None and not _cache_file(args).is_file():
+        return None
+    return open_store(location, _cache_file(args))
+
+
+def _cancel_batch(args: argparse.Namespace) -> int:
     from ..adapters.builtin import default_registry
     from ..run.batch_cancel import cancel_batch
     from ..run.endpoints import parse_option
-    from ..run.store import Store
 
     if not args.batch:
         raise EvalmineError("batches cancel: which batch? give its id (`evalmine batches`)")
-    if not path.is_file():
-        raise EvalmineError(f"batches cancel: no batch {args.batch!r}: there is no cache {path}")
+    store = _existing_store(args)
+    if store is None:
+        raise EvalmineError(
+            f"batches cancel: no batch {args.batch!r}: there is no cache {_cache_file(args)}"
+        )
     endpoints = [parse_option(spec) for spec in args.evalmine_endpoint or ()]
-    store = Store(path)
     try:
         done = cancel_batch(store, args.batch, default_registry(endpoints=endpoints))
     finally:

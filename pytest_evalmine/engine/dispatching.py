@@ -58,6 +58,7 @@ class RunDispatch:
             store=self.base.store,
             prices=self.base.prices,
             run_token=self.base.run_token,
+            budget_token=self.base.budget_token,
             cap_usd=self.plan.resolve_cap(),
             record=self.base.record_mode,
             concurrency=max(1, self.base.settings.concurrency.limit // max(1, concurrency_share)),

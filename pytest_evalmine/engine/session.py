@@ -24,7 +24,7 @@ from ..run.endpoints import Endpoint
 from ..run.prices import PriceTable
 from ..run.records import AnswerRecord
 from ..run.runtoken import new_run_token
-from ..run.store import Store
+from ..run.store import StoreBackend
 from ..suite.loader import Suite
 from .dispatching import RunDispatch
 from .keeping import RunRecords
@@ -87,7 +87,7 @@ class EvalSession:
         return self.base.home
 
     @property
-    def store(self) -> Store:
+    def store(self) -> StoreBackend:
         return self.base.store
 
     @property

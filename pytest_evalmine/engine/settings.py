@@ -17,7 +17,8 @@ from ..run.batch import BatchSession, parse_batch
 from ..run.endpoints import Endpoint, base_urls_from, from_suite, parse_option
 from ..run.prices import PriceTable, load_prices
 from ..run.runtoken import new_run_token
-from ..run.store import Store
+from ..run.store import StoreBackend
+from ..run.store.location import open_store, store_location
 from ..suite.loader import Suite
 
 
@@ -59,7 +60,7 @@ class Foundations:
     # The suites loaded so far, by path (``RunPlan.load`` adds them): their endpoints, caps
     # and batch settings join the options'.
     suites: dict[Path, Suite] = field(default_factory=dict)
-    _store: Store | None = None
+    _store: StoreBackend | None = None
     _prices: PriceTable | None = None
     _registry: AdapterRegistry | None = None
 
@@ -68,10 +69,20 @@ class Foundations:
         return evalmine_home(self.rootdir)
 
     @property
-    def store(self) -> Store:
+    def store(self) -> StoreBackend:
+        """The run's store: ``--evalmine-store`` (or ``EVALMINE_STORE``), else the SQLite file
+        under the home folder; opened on first use (``EvalmineError`` when it cannot be)."""
         if self._store is None:
-            self._store = Store(cache_path(self.rootdir))
+            location = store_location(self.settings.values.get("store"))
+            self._store = open_store(location, cache_path(self.rootdir))
         return self._store
+
+    @property
+    def budget_token(self) -> str:
+        """What the run's cap holds for (spec "Prices and the budget", budget scope): every
+        process reserving under it shares the cap. The run token: one pytest session and its
+        xdist workers."""
+        return self.run_token
 
     @property
     def prices(self) -> PriceTable:

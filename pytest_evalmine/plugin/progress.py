@@ -150,7 +150,7 @@ def watch_workers(config: pytest.Config) -> None:
         return
     evalsession = eval_session(config)
     watcher = CallWatcher(
-        evalsession.store.path,
+        evalsession.store,
         evalsession.run_token,
         write=reporter.write_line,
         every_s=PROGRESS_EVERY_S[False],

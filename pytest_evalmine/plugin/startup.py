@@ -41,8 +41,20 @@ def check_options(config: pytest.Config) -> None:
             load_prices(Path(config.rootpath) / values["prices"])
         if values["suite"]:
             _add_builtin_suites(config, values["suite"])
+        _open_shared_store(config, values["store"])
     except (ValueError, EvalmineError) as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+def _open_shared_store(config: pytest.Config, option_value: str | None) -> None:
+    """A store named by URL is opened now: a bad URL, a server that cannot be reached or a
+    database with a newer schema is one line and exit 4 before anything runs."""
+    from ..run.store.location import check_location, is_postgresql, store_location
+
+    location = store_location(option_value)
+    check_location(location)
+    if is_postgresql(location):
+        eval_session(config).store  # noqa: B018  (opened, kept for the run)
 
 
 def _add_builtin_suites(config: pytest.Config, names: list[str]) -> None:

@@ -59,7 +59,7 @@ def cancel_batch(store: StoreBackend, name: str, registry: AdapterRegistry) -> C
     """Cancel the batch ``name`` (local or provider id) at its provider, through the adapter
     ``registry`` has for its provider; ``EvalmineError`` with the reason when it cannot."""
     entry = batch_named(store, name)
-    where = f"in {store.path}"
+    where = f"in {store.location}"
     if entry is None:
         raise EvalmineError(f"no batch {name!r} {where} (`evalmine batches --all` lists them)")
     if entry["state"] == "collected":

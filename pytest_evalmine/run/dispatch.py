@@ -78,6 +78,9 @@ class Dispatcher:
     run_token: str
     cap_usd: float
     record: str = "new"
+    # What the cap holds for (spec "Prices and the budget", budget scope): every process
+    # reserving under the same budget shares one cap. Empty: the run token.
+    budget_token: str = ""
     concurrency: int = 8
     retries: int = 2
     backoff_s: float = 0.5
@@ -129,6 +132,7 @@ class Dispatcher:
     _progress: Progress = field(default_factory=Progress, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.budget_token = self.budget_token or self.run_token
         if self.record not in RECORD_MODES:
             raise EvalmineError(f"record mode {self.record!r}: choose from {RECORD_MODES}")
         if not (math.isfinite(self.cap_usd) and self.cap_usd >= 0):
@@ -274,7 +278,7 @@ class Dispatcher:
         """What this run would send (cache hits are free) and what this run has already
         committed in the ledger (spent or reserved by earlier calls of the same run)."""
         return estimates.of_parts(
-            self.store, self.run_token, self.record, [list(planned)], self._batched
+            self.store, self.budget_token, self.record, [list(planned)], self._batched
         )
 
     def estimate_requests(self, requests: Iterable[Request], part: int) -> Estimate:
@@ -282,7 +286,9 @@ class Dispatcher:
         that the requests (a warm rerun builds every judge call to find it cached) are never
         all in memory at once; the same figures, summed over the calls in the same order."""
         planned = (self.plan(chunk) for chunk in estimates.parts(requests, part))
-        return estimates.of_parts(self.store, self.run_token, self.record, planned, self._batched)
+        return estimates.of_parts(
+            self.store, self.budget_token, self.record, planned, self._batched
+        )
 
     def _batched(self, item: Planned) -> bool:
         """Whether ``item`` goes by provider batch (so may be collected from an open one)."""
@@ -291,7 +297,7 @@ class Dispatcher:
     def estimate_by_size(self, like: Planned, text_chars: list[int]) -> Estimate:
         """Calls that cannot be built yet (the judge of answers still to come), known by the
         length of their system and prompt: each is new, so uncached, priced like ``like``."""
-        return estimates.by_size(self.store, self.run_token, self.record, like, text_chars)
+        return estimates.by_size(self.store, self.budget_token, self.record, like, text_chars)
 
     def run(self, planned: list[Planned], progress: Progress | None = None) -> dict[str, Outcome]:
         """Send everything concurrently; returns an outcome for every key. ``progress``
@@ -357,7 +363,9 @@ class Dispatcher:
         progress: Progress | None,
         on_outcome: Callable[[Outcome], None] | None,
     ) -> dict[str, Outcome]:
-        self._reservations = Reservations(self.store, self.run_token, self.cap_usd, self.state)
+        self._reservations = Reservations(
+            self.store, self.run_token, self.cap_usd, self.state, self.budget_token
+        )
         self._claims = ClaimWaiter(self.store, lambda: self.interrupted)
         if self.batch is not None:
             self._batcher = Batcher(self.batch, self.store, self.run_token, self.owner, self.state)

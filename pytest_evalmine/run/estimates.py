@@ -19,7 +19,7 @@ T = TypeVar("T")
 
 def of_parts(
     store: StoreBackend,
-    run_token: str,
+    budget_token: str,
     record: str,
     parts: Iterable[list[Planned]],
     batched: Callable[[Planned], bool] | None = None,
@@ -53,14 +53,14 @@ def of_parts(
         cached=cached,
         uncached=len(costs),
         cost_usd=sum(costs),
-        already_committed_usd=store.committed(run_token),
+        already_committed_usd=store.committed(budget_token),
         worst_case_usd=sum(worst),
         in_batch=in_batch,
     )
 
 
 def by_size(
-    store: StoreBackend, run_token: str, record: str, like: Planned, text_chars: list[int]
+    store: StoreBackend, budget_token: str, record: str, like: Planned, text_chars: list[int]
 ) -> Estimate:
     """Calls that cannot be built yet (the judge of answers still to come), known by the
     length of their system and prompt: each is new, so uncached, priced like ``like``."""
@@ -70,7 +70,7 @@ def by_size(
         cached=0,
         uncached=len(sent),
         cost_usd=sum(like.estimated_cost_for(chars) for chars in sent),
-        already_committed_usd=store.committed(run_token),
+        already_committed_usd=store.committed(budget_token),
         worst_case_usd=sum(like.max_cost_for(chars) for chars in sent),
     )
 

@@ -20,15 +20,22 @@ from .store import StoreBackend
 
 
 class Reservations:
-    """One batch's reservations for the run ``run_token`` under ``cap_usd``; what calls wait
+    """One batch's reservations for the run ``run_token`` under ``cap_usd`` (which holds
+    for everything committed under ``budget_token``, default the run token); what calls wait
     on (the calls holding a reservation, those waiting for room) is the dispatch's
     ``RunState``, which signals every change of it."""
 
     def __init__(
-        self, store: StoreBackend, run_token: str, cap_usd: float, state: RunState
+        self,
+        store: StoreBackend,
+        run_token: str,
+        cap_usd: float,
+        state: RunState,
+        budget_token: str | None = None,
     ) -> None:
         self.store = store
         self.run_token = run_token
+        self.budget_token = budget_token or run_token
         self.cap_usd = cap_usd
         self.state = state
         self._turn: SameTurn[tuple[Planned, bool], int | None] = SameTurn(
@@ -90,7 +97,10 @@ class Reservations:
         one is counted at once, so a request of the same turn that did not fit waits for it
         to settle instead of giving up."""
         reservations = self.store.reserve_each(
-            self.run_token, [(item.key, item.max_cost_usd) for item, _ in wanted], self.cap_usd
+            self.run_token,
+            [(item.key, item.max_cost_usd) for item, _ in wanted],
+            self.cap_usd,
+            self.budget_token,
         )
         for (_, holding), reservation in zip(wanted, reservations, strict=True):
             if reservation is not None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from .outcome import ERROR, OK, Outcome, cut_off_outcome, interrupted_outcome
 from .paid_call import redacted_response
 from .planned import Planned
-from .store import Claim, Hit, StoreBackend, owner_alive
+from .store import Claim, Hit, StoreBackend
 
 CLAIM_POLL_S = 0.05
 
@@ -131,7 +131,7 @@ class ClaimWaiter:
                 claim = claims.get(key)
                 if claim is not None and claim.running:
                     if claim.owner not in alive:
-                        alive[claim.owner] = owner_alive(claim.owner)
+                        alive[claim.owner] = self.store.owner_alive(claim.owner)
                     if alive[claim.owner]:
                         continue
                 self._waiting.pop(key).set_result(claim)

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
-from .store import Store
+from .store import Store, StoreBackend
 
 
 class CallWatcher:
@@ -17,12 +16,12 @@ class CallWatcher:
 
     def __init__(
         self,
-        database: Path,
+        store: StoreBackend,
         run_token: str,
         write: Callable[[str], None],
         every_s: float,
     ) -> None:
-        self.database = database
+        self.store = store
         self.run_token = run_token
         self.write = write
         self.every_s = every_s
@@ -46,13 +45,16 @@ class CallWatcher:
             self.tick()
 
     def tick(self, *, final: bool = False) -> None:
-        # A connection of its own: sqlite3 connections are not shared between threads here.
-        store = Store(self.database)
+        # A connection of its own unless the store is a pool: a sqlite3 connection is not
+        # shared between threads here.
+        shared = self.store.thread_safe
+        store = self.store if shared else Store(self.store.location)
         try:
             done = store.finished_calls(self.run_token)
             spent = store.spent(self.run_token)
         finally:
-            store.close()
+            if not shared:
+                store.close()
         if done == self._shown and not final:
             return
         self._shown = done

@@ -5,14 +5,17 @@ releases."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from .ledger import _recount
-from .owners import owner_alive
 from .schema import SQLiteFile
 
 
 class BatchLedger(SQLiteFile):
     """Reads and writes that join the batch tables with the ledger and the claims."""
+
+    # The claims' (claims.py).
+    owner_alive: Callable[[str], bool]
 
     def submitted_reservations(self, keys: list[str]) -> dict[str, int]:
         """Of ``keys``, those in an open (``submitted``) batch whose submitting run still holds
@@ -37,7 +40,7 @@ class BatchLedger(SQLiteFile):
             "WHERE i.local_id = ? AND c.status = 'running'",
             (local_id,),
         ).fetchall()
-        return any(owner_alive(owner) for (owner,) in owners)
+        return any(self.owner_alive(owner) for (owner,) in owners)
 
     def release_unrun(self, local_id: str) -> tuple[int, float]:
         """A batch canceled before the provider ran any of its requests: nothing of it will be

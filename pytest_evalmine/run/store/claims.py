@@ -19,6 +19,10 @@ class Claims(SQLiteFile):
     # The answers cache's (answers.py): a cached request needs no claim.
     cached_keys: Callable[[list[str]], set[str]]
 
+    def owner_alive(self, owner: str) -> bool:
+        """On one machine's file, an owner is alive while its process runs."""
+        return owner_alive(owner)
+
     def claim(self, run_token: str, key: str, owner: str, *, reads_cache: bool = True) -> str:
         """Take the call for ``key``: ``CLAIMED`` (ours to make), ``HELD`` (another live
         process holds it, or another worker of this run has finished it: read its claim) or
@@ -39,7 +43,9 @@ class Claims(SQLiteFile):
         for start in range(0, len(todo), _BATCH):
             with self._write(self.connection) as db:
                 for key in todo[start : start + _BATCH]:
-                    states[key] = _claim(db, run_token, key, owner, reads_cache, alive)
+                    states[key] = _claim(
+                        db, run_token, key, owner, reads_cache, alive, self.owner_alive
+                    )
         return states
 
     def finish_claim(
@@ -82,6 +88,7 @@ def _claim(
     owner: str,
     reads_cache: bool,
     alive: dict[str, bool],
+    owner_alive: Callable[[str], bool],
 ) -> str:
     if reads_cache and db.execute("SELECT 1 FROM answers WHERE key = ?", (key,)).fetchone():
         return ANSWERED

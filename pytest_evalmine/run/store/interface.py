@@ -13,7 +13,6 @@ last dollar: a backend keeps those guarantees, whatever its SQL."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from .records import BatchedItem, CachedAnswer, Claim, Hit, PaidAnswer
@@ -21,8 +20,12 @@ from .records import BatchedItem, CachedAnswer, Claim, Hit, PaidAnswer
 
 @runtime_checkable
 class StoreBackend(Protocol):
-    # Where the store is, as messages name it (``evalmine batches``, the progress line).
-    path: Path
+    # Where the store is, as messages name it (``evalmine batches``, the progress line): a
+    # file's path, or a server's URL with its password masked.
+    location: str
+    # Whether another thread of the process may use this store object at once (a pool of
+    # connections); else a thread opens its own (``run/watch.py``).
+    thread_safe: bool
 
     def close(self) -> None: ...
 
@@ -57,16 +60,25 @@ class StoreBackend(Protocol):
         attempts: int = 0,
     ) -> None: ...
     def claims_of(self, keys: list[str]) -> dict[str, Claim]: ...
+    # Whether the claims of ``owner`` are still held by a live process: its pid on this
+    # machine (SQLite), its lease in the database (PostgreSQL).
+    def owner_alive(self, owner: str) -> bool: ...
     def finished_calls(self, run_token: str) -> int: ...
 
     # ledger ----------------------------------------------------------------------------
+    # The cap is checked against everything committed under ``budget`` (default: the run
+    # token; shards of one named run share one), the rows keep their run's token.
     def reserve_each(
-        self, run_token: str, wanted: list[tuple[str, float]], cap: float
+        self,
+        run_token: str,
+        wanted: list[tuple[str, float]],
+        cap: float,
+        budget: str | None = None,
     ) -> list[int | None]: ...
     def release(self, reservation: int) -> None: ...
     def keep_as_possibly_billed(self, reservation: int) -> None: ...
     def spent(self, run_token: str) -> float: ...
-    def committed(self, run_token: str) -> float: ...
+    def committed(self, budget: str) -> float: ...
     def reserved_keys(self, run_token: str) -> set[str]: ...
 
     # provider batches ------------------------------------------------------------------

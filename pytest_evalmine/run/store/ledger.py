@@ -9,35 +9,43 @@ from .schema import SQLiteFile
 
 
 class Ledger(SQLiteFile):
-    def reserve(self, run_token: str, key: str, amount: float, cap: float) -> int | None:
+    def reserve(
+        self, run_token: str, key: str, amount: float, cap: float, budget: str | None = None
+    ) -> int | None:
         """Reserve ``amount`` against ``cap`` for this run; ``None`` when it does not fit."""
-        return self.reserve_each(run_token, [(key, amount)], cap)[0]
+        return self.reserve_each(run_token, [(key, amount)], cap, budget)[0]
 
     def reserve_each(
-        self, run_token: str, wanted: list[tuple[str, float]], cap: float
+        self,
+        run_token: str,
+        wanted: list[tuple[str, float]],
+        cap: float,
+        budget: str | None = None,
     ) -> list[int | None]:
         """Reserve each ``(key, amount)`` in turn against ``cap`` in one transaction, exactly
         as one ``reserve`` after another would: a reservation id, or ``None`` where the
-        amount does not fit what the earlier ones left."""
+        amount does not fit what the earlier ones left. The cap holds for everything
+        committed under ``budget`` (default: the run token), whichever run made the rows."""
+        scope = budget or run_token
         reservations: list[int | None] = []
         with self._write(self.connection) as db:
-            committed = _running_total(db, run_token)
+            committed = _running_total(db, scope)
             added = 0.0
             for key, amount in wanted:
                 if committed + added + amount > cap + 1e-12:
                     reservations.append(None)
                     continue
                 cursor = db.execute(
-                    "INSERT INTO ledger (run_token, key, reserved_usd, state) "
-                    "VALUES (?, ?, ?, 'reserved')",
-                    (run_token, key, amount),
+                    "INSERT INTO ledger (run_token, key, reserved_usd, state, budget) "
+                    "VALUES (?, ?, ?, 'reserved', ?)",
+                    (run_token, key, amount, scope),
                 )
                 added += amount
                 reservations.append(int(cursor.lastrowid or 0))
             if added:
                 db.execute(
-                    "UPDATE run_totals SET committed_usd = committed_usd + ? WHERE run_token = ?",
-                    (added, run_token),
+                    "UPDATE run_totals SET committed_usd = committed_usd + ? WHERE budget = ?",
+                    (added, scope),
                 )
         return reservations
 
@@ -68,16 +76,17 @@ class Ledger(SQLiteFile):
         ).fetchone()
         return float(row[0])
 
-    def committed(self, run_token: str) -> float:
-        """Spent, possibly billed and still reserved in this run."""
+    def committed(self, budget: str) -> float:
+        """Spent, possibly billed and still reserved under ``budget`` (a run token, unless
+        the run shares its cap with others), by every process that reserved in it."""
         row = self.connection.execute(
-            "SELECT committed_usd FROM run_totals WHERE run_token = ?", (run_token,)
+            "SELECT committed_usd FROM run_totals WHERE budget = ?", (budget,)
         ).fetchone()
-        return float(row[0]) if row is not None else _ledger_sum(self.connection, run_token)
+        return float(row[0]) if row is not None else _ledger_sum(self.connection, budget)
 
-    def ledger_total(self, run_token: str) -> float:
+    def ledger_total(self, budget: str) -> float:
         """The same amount summed from the ledger's rows (the source of truth)."""
-        return _ledger_sum(self.connection, run_token)
+        return _ledger_sum(self.connection, budget)
 
     def reserved_keys(self, run_token: str) -> set[str]:
         """The requests of the run whose call is in flight: reserved, neither settled nor
@@ -88,28 +97,26 @@ class Ledger(SQLiteFile):
         return {row[0] for row in rows}
 
 
-def _ledger_sum(db: sqlite3.Connection, run_token: str) -> float:
+def _ledger_sum(db: sqlite3.Connection, budget: str) -> float:
     row = db.execute(
         "SELECT COALESCE(SUM(CASE state WHEN 'spent' THEN spent_usd "
-        "WHEN 'released' THEN 0 ELSE reserved_usd END), 0) FROM ledger WHERE run_token = ?",
-        (run_token,),
+        "WHEN 'released' THEN 0 ELSE reserved_usd END), 0) FROM ledger WHERE budget = ?",
+        (budget,),
     ).fetchone()
     return float(row[0])
 
 
-def _running_total(db: sqlite3.Connection, run_token: str) -> float:
-    """The run's committed amount, kept next to the ledger and changed in the same
+def _running_total(db: sqlite3.Connection, budget: str) -> float:
+    """The budget's committed amount, kept next to the ledger and changed in the same
     transaction as every ledger row, so a reservation reads one row instead of summing the
     run's ledger (which made a run quadratic in its calls). A run without a total yet (its
     first reservation, or a ledger written by an older version) starts from the ledger's sum.
     Call inside a write transaction."""
-    row = db.execute(
-        "SELECT committed_usd FROM run_totals WHERE run_token = ?", (run_token,)
-    ).fetchone()
+    row = db.execute("SELECT committed_usd FROM run_totals WHERE budget = ?", (budget,)).fetchone()
     if row is not None:
         return float(row[0])
-    total = _ledger_sum(db, run_token)
-    db.execute("INSERT INTO run_totals VALUES (?, ?)", (run_token, total))
+    total = _ledger_sum(db, budget)
+    db.execute("INSERT INTO run_totals VALUES (?, ?)", (budget, total))
     return total
 
 
@@ -119,6 +126,6 @@ def _recount(db: sqlite3.Connection, reservation: int, counted_usd: float) -> No
     db.execute(
         "UPDATE run_totals SET committed_usd = committed_usd + ? - "
         "(SELECT reserved_usd FROM ledger WHERE id = ?) "
-        "WHERE run_token = (SELECT run_token FROM ledger WHERE id = ?)",
+        "WHERE budget = (SELECT budget FROM ledger WHERE id = ?)",
         (counted_usd, reservation, reservation),
     )

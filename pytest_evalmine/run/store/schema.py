@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS ledger (
     reserved_usd REAL NOT NULL,
     spent_usd REAL NOT NULL DEFAULT 0,
     state TEXT NOT NULL
-        CHECK (state IN ('reserved', 'spent', 'released', 'possibly_billed'))
+        CHECK (state IN ('reserved', 'spent', 'released', 'possibly_billed')),
+    budget TEXT NOT NULL
 )
 """
 SCHEMA = f"""
@@ -36,8 +37,9 @@ CREATE TABLE IF NOT EXISTS answers (
 );
 {LEDGER_TABLE};
 CREATE INDEX IF NOT EXISTS ledger_run ON ledger (run_token, state);
+CREATE INDEX IF NOT EXISTS ledger_budget ON ledger (budget);
 CREATE TABLE IF NOT EXISTS run_totals (
-    run_token TEXT PRIMARY KEY,
+    budget TEXT PRIMARY KEY,
     committed_usd REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS claims (
@@ -93,14 +95,37 @@ CREATE TABLE IF NOT EXISTS learned_widths (
 # a version-2 file keeps its claims and ledger as they are.
 # Version 4: learned_widths (the width each server's calls adapted to, ``run/widths.py``),
 # only added.
-SCHEMA_VERSION = 4
+# Version 5: the budget scope (spec "Prices and the budget"): each ledger row names the
+# budget its reservation was checked against (``budget``, the run token unless the run shares
+# a cap with other processes), and ``run_totals`` is keyed by it. An older file's rows get
+# their run token as budget, which is what they were checked against.
+SCHEMA_VERSION = 5
 _LEDGER_V1_UPGRADE = (
     "ALTER TABLE ledger RENAME TO ledger_v1",
     "DROP INDEX IF EXISTS ledger_run",
     LEDGER_TABLE,
-    "INSERT INTO ledger SELECT * FROM ledger_v1",
+    "INSERT INTO ledger SELECT *, run_token FROM ledger_v1",
     "DROP TABLE ledger_v1",
 )
+_BUDGET_V5_UPGRADE = (
+    "ALTER TABLE ledger ADD COLUMN budget TEXT NOT NULL DEFAULT ''",
+    "UPDATE ledger SET budget = run_token",
+)
+
+
+def _columns(connection: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+
+
+def _add_budget_scope(connection: sqlite3.Connection) -> None:
+    """Version 5 on an older file: the ledger's rows keep the run token they were checked
+    against as their budget, and ``run_totals`` is keyed by budget (the same strings)."""
+    ledger = _columns(connection, "ledger")
+    if ledger and "budget" not in ledger:
+        for statement in _BUDGET_V5_UPGRADE:
+            connection.execute(statement)
+    if "run_token" in _columns(connection, "run_totals"):
+        connection.execute("ALTER TABLE run_totals RENAME COLUMN run_token TO budget")
 
 
 # How long a process waits for another's write to the cache before it gives up.
@@ -116,10 +141,17 @@ class SQLiteFile:
     """One connection to the cache file, opened on first use, shared by every table's
     methods so that a transaction may span tables."""
 
+    # One connection: another thread opens its own store (``run/watch.py``).
+    thread_safe = False
+
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._connection: sqlite3.Connection | None = None
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
 
     @property
     def connection(self) -> sqlite3.Connection:
@@ -165,6 +197,8 @@ class SQLiteFile:
                 ).fetchone():
                     for statement in _LEDGER_V1_UPGRADE:
                         connection.execute(statement)
+            if version < 5:
+                _add_budget_scope(connection)
             if version < SCHEMA_VERSION:
                 connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             for statement in SCHEMA.split(";"):
