@@ -83,7 +83,11 @@ def build_parser() -> Parser:
         "--glob", default="*.eval.yaml", help="suite file pattern (default *.eval.yaml)"
     )
 
-    runs = command("runs", "a suite's stored runs, oldest first")
+    runs = command(
+        "runs",
+        "a suite's stored runs, oldest first: id, name, date, models, cases, pass rate, "
+        "spend, verdict",
+    )
     runs.add_argument("suite", metavar="SUITE", help="suite name or suite file")
     report_dir(runs)
 
@@ -97,7 +101,9 @@ def build_parser() -> Parser:
         "render a stored run's report.md again from its report.json, answers.jsonl and "
         "pairs.jsonl (no call, no cost); the suite file must be unchanged",
     )
-    report.add_argument("run", metavar="RUN", help="run id, run folder or report.json")
+    report.add_argument(
+        "run", metavar="RUN", help="run id, run name (NAME, NAME~K), run folder or report.json"
+    )
     report_dir(report)
 
     compare = command(
@@ -106,9 +112,15 @@ def build_parser() -> Parser:
         "the paired delta, worse and better cases, changed answers, the noise floor",
     )
     compare.add_argument(
-        "run_a", metavar="RUN_A", help="the earlier run: id, folder or report.json"
+        "run_a",
+        metavar="RUN_A",
+        help="the earlier run: id, name (NAME, NAME~K), folder or report.json",
     )
-    compare.add_argument("run_b", metavar="RUN_B", help="the later run: id, folder or report.json")
+    compare.add_argument(
+        "run_b",
+        metavar="RUN_B",
+        help="the later run: id, name (NAME, NAME~K), folder or report.json",
+    )
     compare.add_argument(
         "--model",
         action="append",
@@ -308,7 +320,7 @@ def cmd_suites(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from ..engine.stored import list_runs
-    from ..reports.render import money, text_table
+    from ..reports.render import money, percent, text_table
 
     name = _suite_name(args)
     runs = list_runs(_report_root(args), name)
@@ -317,17 +329,44 @@ def cmd_runs(args: argparse.Namespace) -> int:
     rows = []
     for run in runs:
         report = run.report()
+        models = report.get("models") or []
+        items = report["items"]
+        passed = report["outcomes"].get("passed", 0)
         rows.append(
             (
                 run.run_id,
-                f"{report['outcomes'].get('passed', 0)}/{report['items']}",
+                report.get("run_name") or "-",
+                _date(report.get("created_utc", "")),
+                ", ".join(models),
+                str(_cases(report)),
+                f"{passed}/{items} {percent(passed / items if items else None)}",
                 money(report["cost"]["spent_usd"]),
-                _headline_word(report) + (" PARTIAL" if report["partial"] else ""),
+                _verdict(report) + (" PARTIAL" if report["partial"] else ""),
             )
         )
-    for line in text_table(("run", "passed", "spent", "headline"), rows):
+    headers = ("run", "name", "date", "models", "cases", "passed", "spent", "verdict")
+    for line in text_table(headers, rows):
         print(line)
     return 0
+
+
+def _date(created_utc: str) -> str:
+    """``2025-06-01T09:30:12+00:00`` as ``2025-06-01 09:30`` (UTC, as the run id's)."""
+    return created_utc[:16].replace("T", " ") or "-"
+
+
+def _cases(report: dict[str, Any]) -> int:
+    """The cases a run asked: its items over its models and repeats."""
+    asked = max(1, len(report.get("models") or ()) * int(report.get("repeats", 1)))
+    return -(-report["items"] // asked)
+
+
+def _verdict(report: dict[str, Any]) -> str:
+    """The release gate's verdict when the run had a gate, else the headline's state."""
+    gate = report.get("gate")
+    if gate and gate.get("verdict") and gate["verdict"] != "not_applicable":
+        return f"gate {gate['verdict']}"
+    return _headline_word(report)
 
 
 def _headline_word(report: dict[str, Any]) -> str:

@@ -59,7 +59,10 @@ class ListingTools(ToolBase):
         self,
         run: Annotated[
             str,
-            Field(description="a run id, or a run folder or its report.json under the root"),
+            Field(
+                description="a run id, a run name (NAME: its latest run, NAME~K: the K-th "
+                "earlier), or a run folder or its report.json under the root"
+            ),
         ],
     ) -> RunView | Refusal:
         """One stored run in numbers and flags, with its paired comparison and release gate
@@ -88,4 +91,5 @@ def _brief(run: StoredRun) -> RunBrief:
         spent_usd=dollars(report["cost"]["spent_usd"]),
         partial=bool(report["partial"]),
         headline_eligible=None if headline is None else bool(headline["headline_eligible"]),
+        run_name=report.get("run_name"),
     )
