@@ -473,11 +473,25 @@ def report_root(rootdir: Path, report_dir: str) -> Path:
     resolved_root = root.resolve()
     for candidate, inside in ((folder, root), (folder.resolve(), resolved_root)):
         if candidate != inside and candidate.is_relative_to(inside):
+            _check_folder(folder, root, report_dir)
             return folder
     raise ValueError(
         f"--evalmine-report-dir={report_dir}: {folder} is not a folder inside the rootdir "
         f"{root}; give a folder under it (default: reports)"
     )
+
+
+def _check_folder(folder: Path, root: Path, report_dir: str) -> None:
+    """``ValueError`` when the report folder, or a folder it would be made in, is a file:
+    found at start-up, not when the reports are written after the money is spent."""
+    for part in (folder, *folder.parents):
+        if part == root:
+            return
+        if part.exists() and not part.is_dir():
+            raise ValueError(
+                f"--evalmine-report-dir={report_dir}: {part} is a file, not a folder; "
+                "give a folder (it is made when missing)"
+            )
 
 
 def evalmine_home(rootdir: Path) -> Path:

@@ -38,7 +38,8 @@ def build_parser() -> Parser:
         description="pytest-evalmine without pytest: validate suites, show prices, list and "
         "read stored runs, re-render and compare reports. Run a suite with pytest "
         "(pytest SUITE --evalmine-models=...).",
-        epilog="Exit codes: 0 ok; 2 a suite does not load; 4 usage error or no such run; "
+        epilog="Exit codes: 0 ok; 2 a suite does not load; 4 usage error, or no such run or "
+        "suite file; "
         "10 a model has no price (a run would be refused before spending).",
     )
     parser.add_argument("--version", action="version", version=f"pytest-evalmine {__version__}")
@@ -179,20 +180,58 @@ def add_plan_options(plan: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
-    except (SuiteError, FileNotFoundError) as exc:
-        return _fail(exc, SUITE_ERROR)
-    except (PriceError, RefusedError) as exc:
-        return _fail(exc, exitcodes.REFUSED_BEFORE_SPENDING)
-    except EvalmineError as exc:
-        return _fail(exc, USAGE_ERROR)
+        args = build_parser().parse_args(argv)
+        try:
+            code = COMMANDS[args.command](args)
+        except FileNotFoundError as exc:  # a suite or run file named that is not there
+            code = _fail(exc, USAGE_ERROR)
+        except SuiteError as exc:
+            code = _fail(exc, SUITE_ERROR)
+        except (PriceError, RefusedError) as exc:
+            code = _fail(exc, exitcodes.REFUSED_BEFORE_SPENDING)
+        except EvalmineError as exc:
+            code = _fail(exc, USAGE_ERROR)
+        sys.stdout.flush()  # here, not at exit: a reader gone is seen while it can be caught
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of our output stopped reading (``evalmine runs S | head -1``): what it
+    wanted it has, so this is no error and no traceback (spec "Command line"). Standard output
+    is pointed at the null device, so the interpreter's last flush has nowhere to fail."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
 
 
 def _fail(exc: Exception, code: int) -> int:
-    print(f"evalmine: {exc}", file=sys.stderr)
+    print(f"evalmine: {cli_flags(str(exc))}", file=sys.stderr)
     return code
+
+
+def cli_flags(text: str) -> str:
+    """A message from the engine names the plugin's flags (``--evalmine-models``); the
+    command's own are the same table without the prefix (``--models``): name those."""
+    for flag in CLI_FLAGS:
+        text = text.replace(f"--evalmine-{flag}", f"--{flag}")
+    return text
+
+
+# The plugin's options the command has under its own name (``--NAME``), longest first so that
+# one flag's name never rewrites part of another's.
+CLI_FLAGS = tuple(
+    sorted(
+        {name.replace("_", "-") for name in (*RUN_OPTIONS, "report_dir", "repeat")},
+        key=len,
+        reverse=True,
+    )
+)
 
 
 def _session(args: argparse.Namespace) -> Any:
@@ -217,8 +256,17 @@ def _suite_name(args: argparse.Namespace) -> str:
         from ..suite.loader import load_suite
 
         roots = project_folders(args.rootdir)
-        return load_suite(args.rootdir / args.suite, shown=args.suite, roots=roots).name
+        return load_suite(suite_file(args, args.suite), shown=args.suite, roots=roots).name
     return str(args.suite)
+
+
+def suite_file(args: argparse.Namespace, given: str) -> Path:
+    """A suite file the user named, under ``--rootdir``; one that is not there is a usage
+    error (exit 4, spec "Command line"), as a run that is not there is."""
+    path = args.rootdir / given
+    if not path.is_file():
+        raise EvalmineError(f"{given}: no such suite file")
+    return path
 
 
 # subcommands ------------------------------------------------------------------------------
@@ -234,14 +282,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     worst = 0
     for given in args.suites:
         try:
-            done = validate(session, args.rootdir / given)
+            done = validate(session, suite_file(args, given))
         except SuiteError as exc:
-            print(f"{exc}", file=sys.stderr)
+            print(cli_flags(str(exc)), file=sys.stderr)
             worst = worst or SUITE_ERROR
             continue
         except PriceError as exc:
-            print(f"{given}: {exc}", file=sys.stderr)
+            print(f"{given}: {cli_flags(str(exc))}", file=sys.stderr)
             worst = worst or exitcodes.REFUSED_BEFORE_SPENDING
+            continue
+        except EvalmineError as exc:  # a file not there, no models: a usage error
+            print(f"evalmine: {cli_flags(str(exc))}", file=sys.stderr)
+            worst = worst or USAGE_ERROR
             continue
         judge = f"judge {done.judge}" if done.judge else "no judge"
         models = ", ".join(done.models)
@@ -258,7 +310,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
     table = session.prices
     rows = list(table.all_rows())
     if args.suite:
-        suite = session.load(args.rootdir / args.suite)
+        suite = session.load(suite_file(args, args.suite))
         wanted = [suite.contender(model)[0] for model in session.models_for(suite)]
         if judge := session.judge_model_for(suite):
             wanted.append(judge)
@@ -432,7 +484,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ..stats.estimators import CATEGORIES
 
     session = _session(args)
-    suite = session.load(args.rootdir / args.suite)
+    suite = session.load(suite_file(args, args.suite))
     models = session.models_for(suite)
     given = {dest: getattr(args, f"plan_{dest}") for _, dest, _ in PLAN_OPTIONS}
     try:
