@@ -4,6 +4,7 @@ without a raw None or a "-0 ms"."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -16,6 +17,10 @@ from pytest_evalmine.commands.cli import main
 from pytest_evalmine.reports.sections import changes_section
 
 from .conftest import SMALL_SUITE
+
+# Imported with the module: the stdio client binds sys.stderr when it is imported.
+with contextlib.suppress(ImportError):
+    import mcp.client.stdio  # noqa: F401
 from .test_judge_run import JUDGED_SUITE
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -151,3 +156,30 @@ def test_the_comparison_text_has_no_raw_none_and_no_minus_zero_milliseconds() ->
     assert "calibration: not judged -> no_labels" in text
     assert "None" not in text and "-0 ms" not in text
     assert "fake/a: p50 +0 ms, p95 -" in text
+
+
+def test_mcp_run_suite_says_why_the_models_cannot_run(tmp_path: Path) -> None:
+    pytest.importorskip("mcp", reason="the MCP tests need the mcp extra (pip install .[mcp])")
+    from .test_mcp_server import over_stdio
+
+    (tmp_path / "small.eval.yaml").write_text(SMALL_SUITE)
+    asked = [
+        {"suite": "small.eval.yaml", "fake": True, "models": ["fake/alpha"], "baseline": "fake/x"},
+        {"suite": "small.eval.yaml", "fake": True, "models": ["fake/alpha", "fake/alpha"]},
+        {"suite": "small.eval.yaml", "fake": True, "models": []},
+    ]
+    _, results = over_stdio(
+        tmp_path,
+        [("run_suite", arguments) for arguments in asked] + [("list_runs", {"suite": "small"})],
+    )
+    baseline, twice, empty, listed = results
+    for refused in (baseline, twice, empty):
+        assert (refused["status"], refused["code"]) == ("refused", "bad_request"), refused
+    assert baseline["reason"] == "baseline 'fake/x' is not among the models ['fake/alpha']"
+    assert "fake/alpha is named more than once" in twice["reason"]
+    assert empty["reason"] == (
+        "models: [] names no model; leave models out to run the suite's (fake/alpha, fake/beta)"
+    )
+    # Nothing ran, so no run of the suite is stored: list_runs says so.
+    assert (listed["status"], listed["code"]) == ("refused", "not_found")
+    assert listed["reason"] == "no run of suite 'small' under reports/"
