@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -282,6 +283,11 @@ OPTIONS: tuple[Option, ...] = (
         metavar="RUN",
     ),
     Option(
+        "run_name",
+        "a name for this run; the latest run of a name is NAME, earlier ones NAME~1, NAME~2",
+        metavar="NAME",
+    ),
+    Option(
         "recording",
         "a reviewable recording per suite: 'beside' (SUITE.recording.jsonl next to the suite "
         "file) or a folder (FOLDER/NAME.recording.jsonl); written after runs that may call, "
@@ -416,6 +422,22 @@ def check_values(values: dict[str, Any]) -> None:
         gate_from_spec(values["gate"])
     if values.get("models"):
         check_models_option(values["models"])
+    if values.get("run_name"):
+        check_run_name(values["run_name"])
+
+
+# A run name is typed in shells and read back after '~' (NAME~1): no space, '~' or '/'.
+RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_run_name(name: str) -> str:
+    """``name`` when it is a run name (``--evalmine-run-name``), else ``ValueError``."""
+    if not RUN_NAME.fullmatch(name):
+        raise ValueError(
+            f"--evalmine-run-name: {name!r} is not a run name: up to 64 letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit (e.g. llama, rc-2)"
+        )
+    return name
 
 
 def check_models_option(text: str) -> None:
@@ -458,11 +480,25 @@ def report_root(rootdir: Path, report_dir: str) -> Path:
     resolved_root = root.resolve()
     for candidate, inside in ((folder, root), (folder.resolve(), resolved_root)):
         if candidate != inside and candidate.is_relative_to(inside):
+            _check_folder(folder, root, report_dir)
             return folder
     raise ValueError(
         f"--evalmine-report-dir={report_dir}: {folder} is not a folder inside the rootdir "
         f"{root}; give a folder under it (default: reports)"
     )
+
+
+def _check_folder(folder: Path, root: Path, report_dir: str) -> None:
+    """``ValueError`` when the report folder, or a folder it would be made in, is a file:
+    found at start-up, not when the reports are written after the money is spent."""
+    for part in (folder, *folder.parents):
+        if part == root:
+            return
+        if part.exists() and not part.is_dir():
+            raise ValueError(
+                f"--evalmine-report-dir={report_dir}: {part} is a file, not a folder; "
+                "give a folder (it is made when missing)"
+            )
 
 
 def evalmine_home(rootdir: Path) -> Path:

@@ -41,7 +41,8 @@ def build_parser() -> Parser:
         description="pytest-evalmine without pytest: validate suites, show prices, list and "
         "read stored runs, re-render and compare reports. Run a suite with pytest "
         "(pytest SUITE --evalmine-models=...).",
-        epilog="Exit codes: 0 ok; 2 a suite does not load; 4 usage error or no such run; "
+        epilog="Exit codes: 0 ok; 2 a suite does not load; 4 usage error, or no such run or "
+        "suite file; "
         "10 a model has no price (a run would be refused before spending).",
     )
     parser.add_argument("--version", action="version", version=f"pytest-evalmine {__version__}")
@@ -86,7 +87,11 @@ def build_parser() -> Parser:
         "--glob", default="*.eval.yaml", help="suite file pattern (default *.eval.yaml)"
     )
 
-    runs = command("runs", "a suite's stored runs, oldest first")
+    runs = command(
+        "runs",
+        "a suite's stored runs, oldest first: id, name, date, models, cases, pass rate, "
+        "spend, verdict",
+    )
     runs.add_argument("suite", metavar="SUITE", help="suite name or suite file")
     report_dir(runs)
 
@@ -100,7 +105,9 @@ def build_parser() -> Parser:
         "render a stored run's report.md again from its report.json, answers.jsonl and "
         "pairs.jsonl (no call, no cost); the suite file must be unchanged",
     )
-    report.add_argument("run", metavar="RUN", help="run id, run folder or report.json")
+    report.add_argument(
+        "run", metavar="RUN", help="run id, run name (NAME, NAME~K), run folder or report.json"
+    )
     report_dir(report)
 
     compare = command(
@@ -109,9 +116,15 @@ def build_parser() -> Parser:
         "the paired delta, worse and better cases, changed answers, the noise floor",
     )
     compare.add_argument(
-        "run_a", metavar="RUN_A", help="the earlier run: id, folder or report.json"
+        "run_a",
+        metavar="RUN_A",
+        help="the earlier run: id, name (NAME, NAME~K), folder or report.json",
     )
-    compare.add_argument("run_b", metavar="RUN_B", help="the later run: id, folder or report.json")
+    compare.add_argument(
+        "run_b",
+        metavar="RUN_B",
+        help="the later run: id, name (NAME, NAME~K), folder or report.json",
+    )
     compare.add_argument(
         "--model",
         action="append",
@@ -170,20 +183,58 @@ def add_plan_options(plan: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
-    except (SuiteError, FileNotFoundError) as exc:
-        return _fail(exc, SUITE_ERROR)
-    except (PriceError, RefusedError) as exc:
-        return _fail(exc, exitcodes.REFUSED_BEFORE_SPENDING)
-    except EvalmineError as exc:
-        return _fail(exc, USAGE_ERROR)
+        args = build_parser().parse_args(argv)
+        try:
+            code = COMMANDS[args.command](args)
+        except FileNotFoundError as exc:  # a suite or run file named that is not there
+            code = _fail(exc, USAGE_ERROR)
+        except SuiteError as exc:
+            code = _fail(exc, SUITE_ERROR)
+        except (PriceError, RefusedError) as exc:
+            code = _fail(exc, exitcodes.REFUSED_BEFORE_SPENDING)
+        except EvalmineError as exc:
+            code = _fail(exc, USAGE_ERROR)
+        sys.stdout.flush()  # here, not at exit: a reader gone is seen while it can be caught
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of our output stopped reading (``evalmine runs S | head -1``): what it
+    wanted it has, so this is no error and no traceback (spec "Command line"). Standard output
+    is pointed at the null device, so the interpreter's last flush has nowhere to fail."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
 
 
 def _fail(exc: Exception, code: int) -> int:
-    print(f"evalmine: {exc}", file=sys.stderr)
+    print(f"evalmine: {cli_flags(str(exc))}", file=sys.stderr)
     return code
+
+
+def cli_flags(text: str) -> str:
+    """A message from the engine names the plugin's flags (``--evalmine-models``); the
+    command's own are the same table without the prefix (``--models``): name those."""
+    for flag in CLI_FLAGS:
+        text = text.replace(f"--evalmine-{flag}", f"--{flag}")
+    return text
+
+
+# The plugin's options the command has under its own name (``--NAME``), longest first so that
+# one flag's name never rewrites part of another's.
+CLI_FLAGS = tuple(
+    sorted(
+        {name.replace("_", "-") for name in (*RUN_OPTIONS, "report_dir", "repeat")},
+        key=len,
+        reverse=True,
+    )
+)
 
 
 def _session(args: argparse.Namespace) -> Any:
@@ -208,8 +259,17 @@ def _suite_name(args: argparse.Namespace) -> str:
         from ..suite.loader import load_suite
 
         roots = project_folders(args.rootdir)
-        return load_suite(args.rootdir / args.suite, shown=args.suite, roots=roots).name
+        return load_suite(suite_file(args, args.suite), shown=args.suite, roots=roots).name
     return str(args.suite)
+
+
+def suite_file(args: argparse.Namespace, given: str) -> Path:
+    """A suite file the user named, under ``--rootdir``; one that is not there is a usage
+    error (exit 4, spec "Command line"), as a run that is not there is."""
+    path = args.rootdir / given
+    if not path.is_file():
+        raise EvalmineError(f"{given}: no such suite file")
+    return path
 
 
 # subcommands ------------------------------------------------------------------------------
@@ -225,14 +285,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     worst = 0
     for given in args.suites:
         try:
-            done = validate(session, args.rootdir / given)
+            done = validate(session, suite_file(args, given))
         except SuiteError as exc:
-            print(f"{exc}", file=sys.stderr)
+            print(cli_flags(str(exc)), file=sys.stderr)
             worst = worst or SUITE_ERROR
             continue
         except PriceError as exc:
-            print(f"{given}: {exc}", file=sys.stderr)
+            print(f"{given}: {cli_flags(str(exc))}", file=sys.stderr)
             worst = worst or exitcodes.REFUSED_BEFORE_SPENDING
+            continue
+        except EvalmineError as exc:  # a file not there, no models: a usage error
+            print(f"evalmine: {cli_flags(str(exc))}", file=sys.stderr)
+            worst = worst or USAGE_ERROR
             continue
         judge = f"judge {done.judge}" if done.judge else "no judge"
         models = ", ".join(done.models)
@@ -249,7 +313,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
     table = session.prices
     rows = list(table.all_rows())
     if args.suite:
-        suite = session.load(args.rootdir / args.suite)
+        suite = session.load(suite_file(args, args.suite))
         wanted = [suite.contender(model)[0] for model in session.models_for(suite)]
         if judge := session.judge_model_for(suite):
             wanted.append(judge)
@@ -311,7 +375,7 @@ def cmd_suites(args: argparse.Namespace) -> int:
 
 def cmd_runs(args: argparse.Namespace) -> int:
     from ..engine.stored import list_runs
-    from ..reports.render import money, text_table
+    from ..reports.render import money, percent, text_table
 
     name = _suite_name(args)
     runs = list_runs(_report_root(args), name)
@@ -320,17 +384,44 @@ def cmd_runs(args: argparse.Namespace) -> int:
     rows = []
     for run in runs:
         report = run.report()
+        models = report.get("models") or []
+        items = report["items"]
+        passed = report["outcomes"].get("passed", 0)
         rows.append(
             (
                 run.run_id,
-                f"{report['outcomes'].get('passed', 0)}/{report['items']}",
+                report.get("run_name") or "-",
+                _date(report.get("created_utc", "")),
+                ", ".join(models),
+                str(_cases(report)),
+                f"{passed}/{items} {percent(passed / items if items else None)}",
                 money(report["cost"]["spent_usd"]),
-                _headline_word(report) + (" PARTIAL" if report["partial"] else ""),
+                _verdict(report) + (" PARTIAL" if report["partial"] else ""),
             )
         )
-    for line in text_table(("run", "passed", "spent", "headline"), rows):
+    headers = ("run", "name", "date", "models", "cases", "passed", "spent", "verdict")
+    for line in text_table(headers, rows):
         print(line)
     return 0
+
+
+def _date(created_utc: str) -> str:
+    """``2025-06-01T09:30:12+00:00`` as ``2025-06-01 09:30`` (UTC, as the run id's)."""
+    return created_utc[:16].replace("T", " ") or "-"
+
+
+def _cases(report: dict[str, Any]) -> int:
+    """The cases a run asked: its items over its models and repeats."""
+    asked = max(1, len(report.get("models") or ()) * int(report.get("repeats", 1)))
+    return -(-report["items"] // asked)
+
+
+def _verdict(report: dict[str, Any]) -> str:
+    """The release gate's verdict when the run had a gate, else the headline's state."""
+    gate = report.get("gate")
+    if gate and gate.get("verdict") and gate["verdict"] != "not_applicable":
+        return f"gate {gate['verdict']}"
+    return _headline_word(report)
 
 
 def _headline_word(report: dict[str, Any]) -> str:
@@ -396,7 +487,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from ..stats.estimators import CATEGORIES
 
     session = _session(args)
-    suite = session.load(args.rootdir / args.suite)
+    suite = session.load(suite_file(args, args.suite))
     models = session.models_for(suite)
     given = {dest: getattr(args, f"plan_{dest}") for _, dest, _ in PLAN_OPTIONS}
     try:

@@ -109,6 +109,7 @@ def finish_run(
                 stopped = "interrupted (Ctrl-C) while judging"
         summary = summarize(
             run_id=session.run_id(suite),
+            run_name=session.settings.run_name,
             records=records,
             models=models,
             models_hash=models_hash(models),

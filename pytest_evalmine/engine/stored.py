@@ -21,6 +21,7 @@ from ..reports.compare import load as load_report
 from ..reports.cross_run import RunSide, cross_run
 from ..reports.files import atomic_write, render_markdown
 from ..reports.html_page import render_run_dir
+from ..reports.run_names import find_named
 from ..reports.summary import RunSummary, summarize
 from ..run.records import PASSED, AnswerRecord
 from ..suite.loader import Suite, load_suite
@@ -157,7 +158,9 @@ def latest_run(report_root: Path, suite_name: str) -> StoredRun:
 
 def find_run(reference: str, report_root: Path, base: Path) -> StoredRun:
     """A run id (looked up under every suite of ``report_root``), a run folder or a
-    report.json, relative to ``base``."""
+    report.json, relative to ``base``, or a run name: ``NAME``, the latest run of that name,
+    ``NAME~K`` the K-th earlier (``EvalmineError`` naming the runs of that name past the
+    oldest)."""
     path = base / reference
     if path.is_file() and path.name == "report.json":
         return StoredRun(path.parent)
@@ -167,7 +170,13 @@ def find_run(reference: str, report_root: Path, base: Path) -> StoredRun:
         for suite_dir in sorted(report_root.iterdir()):
             if (suite_dir / reference / "report.json").is_file():
                 return StoredRun(suite_dir / reference)
-    raise EvalmineError(f"no run {reference!r}: give a run id, a run folder or a report.json")
+        named = find_named(reference, report_root)
+        if named is not None:
+            return StoredRun(named)
+    raise EvalmineError(
+        f"no run {reference!r} under {report_root}: give a run id, a run name (NAME, NAME~K), "
+        "a run folder or a report.json"
+    )
 
 
 def rerender(run: StoredRun, rootdir: Path) -> list[Path]:
@@ -221,6 +230,7 @@ def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
     cost = report["cost"]
     return summarize(
         run_id=report["run_id"],
+        run_name=report.get("run_name"),
         records=run.records(),
         models=report["models"],
         models_hash=report["models_hash"],

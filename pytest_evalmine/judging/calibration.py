@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -71,6 +72,9 @@ class Calibration:
     unmatched: dict[str, int] = field(default_factory=dict)
     per_task: list[TaskKappa] = field(default_factory=list)
     unmatched_model_pairs: list[dict[str, Any]] = field(default_factory=list)
+    # A candidate's own calibration: the suite's labels for other pairs of models, which it
+    # does not read (None: the pooled calibration, whose labels_total is the suite's).
+    labels_other_pairs: int | None = None
 
     @property
     def passed(self) -> bool:
@@ -79,6 +83,11 @@ class Calibration:
     def reason(self) -> str:
         n = self.kappa.n
         if self.status == NO_LABELS:
+            if self.labels_other_pairs is not None:
+                return (
+                    f"no label matches a judged pair: {self.labels_total} labels for this "
+                    f"pair ({self.labels_other_pairs} for other pairs)"
+                )
             return f"no label matches a judged pair ({self.labels_total} labels in the suite)"
         if self.status == UNDEFINED:
             return "kappa is undefined: every label and verdict falls in one category"
@@ -105,6 +114,7 @@ class Calibration:
             "reason": self.reason(),
             "n": self.kappa.n,
             "labels_total": self.labels_total,
+            "labels_other_pairs": self.labels_other_pairs,
             "inverted_labels": self.inverted,
             "unmatched_labels": self.unmatched,
             "unmatched_model_pairs": self.unmatched_model_pairs,
@@ -231,13 +241,17 @@ def calibrate_per_candidate(
     for candidate in candidates:
         mine = [p for p in pairs if p.candidate == candidate]
         models = {mine[0].baseline, candidate} if mine else {candidate}
-        result[candidate] = calibrate(
-            [label for label in labels if {label.baseline, label.candidate} == models],
-            mine,
-            min_kappa=pooled.min_kappa,
-            min_labels=pooled.min_labels,
-            gate_on=pooled.gate_on,
-            seed_text=f"{seed_text}\x1f{candidate}",
+        own = [label for label in labels if {label.baseline, label.candidate} == models]
+        result[candidate] = dataclasses.replace(
+            calibrate(
+                own,
+                mine,
+                min_kappa=pooled.min_kappa,
+                min_labels=pooled.min_labels,
+                gate_on=pooled.gate_on,
+                seed_text=f"{seed_text}\x1f{candidate}",
+            ),
+            labels_other_pairs=len(labels) - len(own),
         )
     return result
 

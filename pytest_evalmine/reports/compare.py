@@ -26,7 +26,10 @@ def find_previous(report_root: Path, suite_name: str) -> Path | None:
 
 
 def resolve(reference: str, report_root: Path, suite_name: str, rootdir: Path) -> Path:
-    """A run id of this suite, a run folder, or a report.json path."""
+    """A run id of this suite, a run folder, a report.json path, or a run name of this suite
+    (``NAME``, ``NAME~K``: spec "Report files", named runs)."""
+    from .run_names import find_named
+
     for candidate in (
         report_root / suite_name / reference / "report.json",
         rootdir / reference / "report.json",
@@ -36,6 +39,12 @@ def resolve(reference: str, report_root: Path, suite_name: str, rootdir: Path) -
     ):
         if candidate.is_file():
             return candidate
+    try:
+        named = find_named(reference, report_root, suite_name)
+    except EvalmineError as exc:
+        raise EvalmineError(f"--evalmine-compare={reference}: {exc}") from None
+    if named is not None:
+        return named / "report.json"
     raise EvalmineError(f"--evalmine-compare={reference}: no such run of {suite_name!r}")
 
 

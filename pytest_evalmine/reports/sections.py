@@ -535,6 +535,19 @@ def label_next_section(headline: Headline, suggestions: Sequence[Suggestion]) ->
     return section
 
 
+def _status(status: str | None) -> str:
+    """A run's calibration status; a run that was not judged has none (never "None")."""
+    return status or "not judged"
+
+
+def _signed_ms(change_s: float | None) -> str:
+    """A latency change in whole milliseconds, rounded before its sign is chosen: a change of
+    -0.2 ms is "+0 ms", never "-0 ms"."""
+    if change_s is None:
+        return "-"
+    return f"{round(1000 * change_s):+d} ms"
+
+
 def changes_section(changes: dict[str, Any]) -> Section:
     section = Section(f"What changed since {changes['previous_run_id']}")
     routing = routing_note(changes)
@@ -548,8 +561,8 @@ def changes_section(changes: dict[str, Any]) -> Section:
     cal = changes["calibration"]
     if cal["status_now"] != cal["status_before"] or cal["kappa_change"]:
         section.lines.append(
-            f"calibration: {cal['status_before']} -> {cal['status_now']}, kappa "
-            f"{number(cal['kappa_before'])} -> {number(cal['kappa_now'])}"
+            f"calibration: {_status(cal['status_before'])} -> {_status(cal['status_now'])}, "
+            f"kappa {number(cal['kappa_before'])} -> {number(cal['kappa_now'])}"
         )
     cost = changes["cost"]["if_uncached_usd"]
     if cost["change"] is not None:
@@ -557,8 +570,8 @@ def changes_section(changes: dict[str, Any]) -> Section:
     for row in changes["latency"]:
         if row["p50_change_s"] is not None:
             section.detail_lines.append(
-                f"{row['model']}: p50 {1000 * row['p50_change_s']:+.0f} ms, p95 "
-                f"{1000 * (row['p95_change_s'] or 0):+.0f} ms"
+                f"{row['model']}: p50 {_signed_ms(row['p50_change_s'])}, p95 "
+                f"{_signed_ms(row['p95_change_s'])}"
             )
     if changes["same_suite"]:
         moves = changes.get("win_rate_movements", [])

@@ -88,6 +88,8 @@ class RunSummary:
     # The weights behind each model string where the adapter recorded them (an Ollama
     # model's digest): model -> {adapter, digest}; two builds of one model are told apart.
     model_builds: dict[str, dict[str, str]] = field(default_factory=dict)
+    # --evalmine-run-name: the name this run shares with others, read back as NAME or NAME~K.
+    run_name: str | None = None
 
     @cached_property
     def ranking(self) -> dict[str, Any] | None:
@@ -319,6 +321,7 @@ class RunSummary:
             "schema_version": REPORT_SCHEMA_VERSION,
             "tool": {"name": "pytest-evalmine", "version": __version__},
             "run_id": self.run_id,
+            "run_name": self.run_name,
             "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "suite": {
                 "name": self.suite_name,

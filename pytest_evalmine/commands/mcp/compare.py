@@ -29,10 +29,17 @@ class CompareTool(ToolBase):
         self,
         run_a: Annotated[
             str,
-            Field(description="the earlier run: a run id, a run folder or its report.json"),
+            Field(
+                description="the earlier run: a run id, a run name (NAME, NAME~K), a run "
+                "folder or its report.json"
+            ),
         ],
         run_b: Annotated[
-            str, Field(description="the later run: a run id, a run folder or its report.json")
+            str,
+            Field(
+                description="the later run: a run id, a run name (NAME, NAME~K), a run "
+                "folder or its report.json"
+            ),
         ],
         models: Annotated[
             list[str] | None,

@@ -10,7 +10,7 @@ from ...engine.catalog import describe_suite, find_suite_files
 from ...engine.stored import StoredRun, latest_run, list_runs
 from ...errors import EvalmineError
 from .base import ToolBase
-from .limits import Field, OutsideRoot, confine, shown_path
+from .limits import REPORT_DIR, Field, OutsideRoot, confine, shown_path
 from .records import Refusal, RunBrief, RunList, RunView, SuiteList, refusal
 from .rounding import dollars
 
@@ -53,13 +53,19 @@ class ListingTools(ToolBase):
         except EvalmineError as exc:
             return refusal("suite_error", str(exc))
         runs = [_brief(run) for run in list_runs(self.limits.report_root, name)]
+        if not runs and not (self.limits.report_root / name).is_dir():
+            # No folder: no run of it ever finished here, or the name is mistyped.
+            return refusal("not_found", f"no run of suite {name!r} under {REPORT_DIR}/")
         return RunList("ok", name, runs)
 
     def show_run(
         self,
         run: Annotated[
             str,
-            Field(description="a run id, or a run folder or its report.json under the root"),
+            Field(
+                description="a run id, a run name (NAME: its latest run, NAME~K: the K-th "
+                "earlier), or a run folder or its report.json under the root"
+            ),
         ],
     ) -> RunView | Refusal:
         """One stored run in numbers and flags, with its paired comparison and release gate
@@ -88,4 +94,5 @@ def _brief(run: StoredRun) -> RunBrief:
         spent_usd=dollars(report["cost"]["spent_usd"]),
         partial=bool(report["partial"]),
         headline_eligible=None if headline is None else bool(headline["headline_eligible"]),
+        run_name=report.get("run_name"),
     )

@@ -96,6 +96,8 @@ class RunBrief:
     spent_usd: float
     partial: bool
     headline_eligible: bool | None
+    # --evalmine-run-name, or None: reachable as NAME (the latest) or NAME~K.
+    run_name: str | None = None
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Annotated
 from ... import exitcodes
 from ...engine.stored import list_runs
 from ...errors import EvalmineError
-from ...options import project_folders
+from ...options import check_models_option, project_folders
 from .base import ToolBase
 from .limits import CEILING_ENV, REPORT_DIR, Field, Limits, OutsideRoot, confine, shown_path
 from .records import Refusal, RunSuiteResult, no_gate, refusal
@@ -98,7 +98,10 @@ class RunSuiteTool(ToolBase):
         suite: Annotated[str, Field(description="the suite file, a path under the suite root")],
         models: Annotated[
             list[str] | None,
-            Field(description="provider/model strings, baseline first; default: the suite's list"),
+            Field(
+                description="provider/model strings, baseline first, each once; default (left "
+                "out): the suite's list; an empty list is refused"
+            ),
         ] = None,
         max_cost: Annotated[
             float | None,
@@ -109,7 +112,10 @@ class RunSuiteTool(ToolBase):
         ] = None,
         baseline: Annotated[
             str | None,
-            Field(description="the model the others are compared with; default the first"),
+            Field(
+                description="the model the others are compared with, one of the models; "
+                "default the first"
+            ),
         ] = None,
         no_cache: Annotated[
             bool, Field(description="call every model again instead of replaying cached answers")
@@ -139,6 +145,9 @@ class RunSuiteTool(ToolBase):
             return refusal("path_outside_root", str(exc))
         except EvalmineError as exc:
             return refusal("suite_error", str(exc))
+        wrong = models_problem(models, baseline, list(loaded.models))
+        if wrong is not None:
+            return refusal("bad_request", wrong)
         cap = self.cap_for(loaded.max_cost_usd, max_cost)
         if isinstance(cap, Refusal):
             return cap
@@ -164,6 +173,27 @@ class RunSuiteTool(ToolBase):
         return RunSuiteResult(
             "completed", code, exitcodes.meaning(code), cap, view.run, view.paired, view.gate
         )
+
+
+def models_problem(
+    models: list[str] | None, baseline: str | None, suite_models: list[str]
+) -> str | None:
+    """Why the run's models cannot run, in the plugin's own words, before a child is started:
+    the child's usage error (exit 4) would say only its code's meaning. None when they can."""
+    if models is not None and not [m for m in models if m.strip()]:
+        return (
+            "models: [] names no model; leave models out to run the suite's "
+            f"({', '.join(suite_models) or 'none'})"
+        )
+    chosen = [m.strip() for m in models if m.strip()] if models else suite_models
+    if models:
+        try:
+            check_models_option(",".join(chosen))
+        except ValueError as exc:
+            return str(exc).replace("--evalmine-models", "models")
+    if baseline and baseline not in chosen:
+        return f"baseline {baseline!r} is not among the models {chosen}"
+    return None
 
 
 REFUSAL_PREFIX = f"evalmine: exit {exitcodes.REFUSED_BEFORE_SPENDING}: "
