@@ -27,7 +27,6 @@ from ..scoring.paired import (
     METRIC_WORDS,
     SCORE,
     Answers,
-    ModelComparison,
     PairedAnswers,
     all_pass_score,
     answers_by_case,
@@ -260,7 +259,7 @@ def _metric(
         "same": stored["same"],
         "mcnemar": stored["mcnemar"],
         "noise_floor": {"a": c.floor_a, "b": c.floor_b, "floor": c.noise_floor},
-        "excess": _excess(result),
+        "excess": c.excess.to_dict() if c.excess else None,
         "beyond_noise": c.beyond_noise,
         "excluded_cases": result.excluded,
         "worse_examples": [_example(e) for e in result.worse],
@@ -304,23 +303,6 @@ def _side_interval(paired: PairedAnswers, metric: str, seed: int, side: str) -> 
         high_end=1.0,
         seed=seed_from(str(seed), side),
     )
-
-
-def _excess(result: ModelComparison) -> dict[str, Any] | None:
-    """How far the change goes past the noise floor, in the change's direction: |delta| -
-    floor, and the delta's interval (oriented the same way) moved by the floor. None without a
-    floor or a delta."""
-    c = result.comparison
-    floor = c.noise_floor
-    if floor is None or c.delta is None or c.interval is None:
-        return None
-    if c.delta < 0:
-        low, high = -c.interval.high - floor, -c.interval.low - floor
-        value = -c.delta - floor
-    else:
-        low, high = c.interval.low - floor, c.interval.high - floor
-        value = c.delta - floor
-    return {"value": value, "interval": {"low": low, "high": high}}
 
 
 def _changed(paired: PairedAnswers) -> Proportion:
@@ -399,7 +381,8 @@ def _pts(value: float, sign: bool = True) -> str:
 
 
 def verdict(m: dict[str, Any]) -> str:
-    """One comparison in plain words, in points (spec: "Compare")."""
+    """One comparison in plain words, in points (spec: "Compare"): the delta's, then the
+    floor's clause, which always gives the excess over the floor with its interval."""
     what = METRIC_WORDS[m["metric"]]
     delta, interval = m.get("delta"), m.get("interval")
     if delta is None or interval is None:
@@ -407,23 +390,30 @@ def verdict(m: dict[str, Any]) -> str:
     low, high = interval["low"], interval["high"]
     numbers = f"{_pts(delta)} points [{_pts(low)}, {_pts(high)}] over {m['cases']} cases"
     counts = f"{m['worse']} worse, {m['better']} better"
-    floor, excess = m["noise_floor"]["floor"], m["excess"]
     if low <= 0 <= high:
         text = f"B cannot be told apart from A on {what}: {numbers}, an interval that includes 0"
-        clause = NO_FLOOR if floor is None else f"noise floor {_pts(floor, False)} points"
     else:
         text = f"B scores {'higher' if low > 0 else 'lower'} than A on {what}: {numbers}"
-        if floor is None:
-            clause = NO_FLOOR
-        elif m["beyond_noise"]:
-            clause = (
-                f"beyond the noise floor of {_pts(floor, False)} points by "
-                f"{_pts(excess['value'], False)} points [{_pts(excess['interval']['low'], False)}"
-                f", {_pts(excess['interval']['high'], False)}]"
-            )
-        else:
-            clause = f"within the noise floor of {_pts(floor, False)} points: not beyond noise"
-    return f"{text}; {counts}; {clause}"
+    return f"{text}; {counts}; {floor_clause(m)}"
+
+
+def floor_clause(m: dict[str, Any]) -> str:
+    """Where the change stands against the noise floor: beyond it only when the excess's
+    interval lies above 0."""
+    floor, excess = m["noise_floor"]["floor"], m.get("excess")
+    if floor is None or excess is None:
+        return NO_FLOOR
+    if m["beyond_noise"]:
+        return (
+            f"beyond the noise floor of {_pts(floor, False)} points by "
+            f"{_pts(excess['value'], False)} points [{_pts(excess['interval']['low'], False)}, "
+            f"{_pts(excess['interval']['high'], False)}]"
+        )
+    return (
+        f"not beyond the noise floor of {_pts(floor, False)} points: excess "
+        f"{_pts(excess['value'])} points [{_pts(excess['interval']['low'])}, "
+        f"{_pts(excess['interval']['high'])}], an interval that does not lie above 0"
+    )
 
 
 def _rate(stored: dict[str, Any] | None) -> str:

@@ -76,9 +76,9 @@ class ModelComparison:
                 f"{b} cannot be told apart from {a} on {what}: {100 * p.delta:+.1f} points "
                 f"[{low:+.1f}, {high:+.1f}], an interval that includes 0"
             )
-            if floor is None:
+            if floor is None or p.excess is None:
                 return f"{text}; {NO_FLOOR}"
-            return f"{text}; noise floor {100 * floor:.1f} points"
+            return f"{text}; {excess_words(p)}"
         better = low > 0
         size = abs(100 * p.delta)
         ends = (low, high) if better else (-high, -low)
@@ -86,11 +86,26 @@ class ModelComparison:
             f"{b} is {'better' if better else 'worse'} than {a} on {what} by {size:.1f} "
             f"points [{ends[0]:.1f}, {ends[1]:.1f}]"
         )
-        if floor is None:
+        if floor is None or p.excess is None:
             return f"{text}; {NO_FLOOR}"
-        if p.beyond_noise:
-            return f"{text}, beyond the noise floor of {100 * floor:.1f} points"
-        return f"{text}, within the noise floor of {100 * floor:.1f} points: not beyond noise"
+        return f"{text}, {excess_words(p)}"
+
+
+def excess_words(p: PairedComparison) -> str:
+    """The floor's clause: beyond it only when the excess's interval lies above 0; the excess
+    over the floor with its interval either way (spec: "Paired comparison")."""
+    floor, excess = p.noise_floor or 0.0, p.excess
+    assert excess is not None
+    if p.beyond_noise:
+        return (
+            f"beyond the noise floor of {100 * floor:.1f} points by {100 * excess.value:.1f} "
+            f"points [{100 * excess.interval.low:.1f}, {100 * excess.interval.high:.1f}]"
+        )
+    return (
+        f"not beyond the noise floor of {100 * floor:.1f} points: excess "
+        f"{100 * excess.value:+.1f} points [{100 * excess.interval.low:+.1f}, "
+        f"{100 * excess.interval.high:+.1f}], an interval that does not lie above 0"
+    )
 
 
 def all_pass_score(record: AnswerRecord) -> float | None:
