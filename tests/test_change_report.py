@@ -200,3 +200,58 @@ def test_an_incomplete_run_is_said_and_the_floor_stays_within_the_scale(
     code, out, _ = compare_out(pytester.path, capsys, first.name, second.name)
     assert f"partial comparison: run {second.name} is incomplete" in out
     assert all(float(x) <= 100 for x in __import__("re").findall(r"noise floor ([\d.]+) pts", out))
+
+
+# --- verdicts on everything printed ----------------------------------------------------------
+
+MANY = """\
+version: 1
+suite: many
+models: [fake/alpha]
+tasks:
+  - id: triage
+    kind: classify
+    prompt: "Classify: {{ text }}"
+    schema:
+      type: object
+      properties: {category: {enum: [billing]}}
+      required: [category]
+      additionalProperties: false
+    cases:
+""" + "".join(f'      - {{id: c{i}, vars: {{text: "message {i}"}}}}\n' for i in range(12))
+
+
+def test_changed_answers_get_a_verdict_against_the_repeats_churn(
+    pytester: pytest.Pytester,
+) -> None:
+    suite = pytester.makefile(".eval.yaml", many=MANY)
+    pytester.runpytest(*FAKE, "--evalmine-repeat=2").assert_outcomes(passed=24)
+    # one answer per schema, the same in every repeat: the answers change, the scores cannot
+    suite.write_text(MANY.replace("[billing]", "[refund]"))
+    result = pytester.runpytest(*FAKE, "--evalmine-repeat=2")
+    pair = latest_report(pytester.path, "many")["changes"]["cases"]["models"][0]
+    assert pair["changed_answers"]["rate"] == 1.0
+    assert pair["changed_between_repeats"]["a"]["rate"] == 0.0
+    excess = pair["changed_beyond_repeats"]["a"]
+    assert excess["value"] == 1.0 and excess["cases"] == 12 and excess["interval"]["low"] > 0
+    # the scores did not move (both schemas pass): the answers' verdict is its own
+    assert pair["metrics"][0]["delta"] == 0.0
+    out = text(result)
+    assert (
+        "answers: the answers changed on 100.0% of cases against A 0.0%, B 0.0% between "
+        "repeats: beyond repeat noise, the scores did not" in out
+    )
+
+
+def test_an_example_shows_the_repeat_that_changed_quoted_once() -> None:
+    from pytest_evalmine.reports.cross_run import RunSide, cross_run, cross_run_lines
+
+    from .test_cross_run import rec, report
+
+    a = [rec("t1", "c1", 0, "passed", "access"), rec("t1", "c1", 1, "failed", "acess")]
+    b = [rec("t1", "c1", 0, "passed", "access"), rec("t1", "c1", 1, "passed", "access")]
+    data = cross_run(RunSide(report("A", "p"), a), RunSide(report("B", "p"), b))
+    (example,) = data["models"][0]["metrics"][0]["better_examples"]
+    assert (example["a_answer"], example["b_answer"]) == ("acess", "access")  # repeat 1
+    _, detail = cross_run_lines(data)
+    assert 'better (all_pass): t1/c1: "acess" -> "access"' in detail

@@ -11,6 +11,7 @@ call; the dict it returns is report.json's ``changes.cases``."""
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -275,7 +276,7 @@ def _compare_models(a: RunSide, b: RunSide, model_a: str, model_b: str) -> dict[
         # the same pair of suites reproduce every interval, as in-run comparisons do.
         seed = seed_from(_suite_hash(a), _suite_hash(b), "cross_run", model_a, model_b, metric)
         metrics.append(_metric(paired, metric, seed, answers_a, answers_b))
-    return {
+    entry: dict[str, Any] = {
         "model_a": model_a,
         "model_b": model_b,
         "build_a": (a.report.get("model_builds") or {}).get(model_a),
@@ -286,8 +287,14 @@ def _compare_models(a: RunSide, b: RunSide, model_a: str, model_b: str) -> dict[
             "a": _churn(answers_a, every_task),
             "b": _churn(answers_b, every_task),
         },
+        "changed_beyond_repeats": {
+            side: _churn_excess(answers, every_task, seed_from(_suite_hash(a), side, model_a))
+            for side, answers in (("a", answers_a), ("b", answers_b))
+        },
         "metrics": metrics,
     }
+    entry["answers_verdict"] = answers_verdict(entry)
+    return entry
 
 
 def _suite_hash(side: RunSide) -> str:
@@ -403,6 +410,59 @@ def _churn(answers: Answers, paired: PairedAnswers) -> dict[str, Any] | None:
             n += 1
             changed += _same(parsed_answer(answered[0]), parsed_answer(answered[1])) is False
     return Proportion(changed, n).to_dict() if n else None
+
+
+def _churn_excess(answers: Answers, paired: PairedAnswers, seed: int) -> dict[str, Any] | None:
+    """Over the compared cases with two answered repeats in this run: the mean per case of
+    (answer changed between the runs) - (answer changed between this run's first two
+    repeats), with its interval (the paired delta's bootstrap over cases, ends -1 and 1), as
+    evalpair's answer-change test. None without such a case."""
+    clusters = []
+    for c in paired.cases:
+        answered = [
+            r
+            for _, r in sorted(answers[(c.stratum, c.case)].items())
+            if all_pass_score(r) is not None
+        ]
+        if len(answered) >= 2:
+            between = _same(*(parsed_answer(r) for r in paired.first[(c.stratum, c.case)]))
+            within = _same(parsed_answer(answered[0]), parsed_answer(answered[1]))
+            clusters.append(Cluster(c.stratum, float(not between) - float(not within), 1))
+    if not clusters:
+        return None
+    interval = mean_interval(clusters, low_end=-1.0, high_end=1.0, seed=seed)
+    value = math.fsum(cluster.total for cluster in clusters) / len(clusters)
+    return {"value": value, "interval": interval_dict(interval), "cases": len(clusters)}
+
+
+def answers_verdict(pair: dict[str, Any]) -> str:
+    """Whether the parsed answers changed beyond what a run's own repeats change: beyond when
+    the excess's interval lies above 0 for every run that has repeats (evalpair's rule)."""
+    changed = pair["changed_answers"]
+    if not changed or changed.get("rate") is None:
+        return "no case answered by both runs"
+    share = f"the answers changed on {percent(changed['rate'])} of cases"
+    excess = {s: e for s, e in pair["changed_beyond_repeats"].items() if e and e["interval"]}
+    if not excess:
+        return (
+            f"{share}; whether that is beyond repeat noise is unknown: neither run has two "
+            "repeats of a case (--evalmine-repeat=2 or more measures it)"
+        )
+    churn = pair["changed_between_repeats"]
+    against = ", ".join(
+        f"{side.upper()} {percent(churn[side]['rate'])}" for side in excess if churn.get(side)
+    )
+    by = "; ".join(
+        f"excess over {side.upper()}'s repeats {_pts(e['value'])} points "
+        f"[{_pts(e['interval']['low'])}, {_pts(e['interval']['high'])}]"
+        for side, e in excess.items()
+    )
+    beyond = all(e["interval"]["low"] > 0 for e in excess.values())
+    scores = [m.get("beyond_noise") for m in pair["metrics"]]
+    if beyond:
+        moved = "" if any(scores) else ", the scores did not"
+        return f"{share} against {against} between repeats: beyond repeat noise{moved} ({by})"
+    return f"{share} against {against} between repeats: not beyond repeat noise ({by})"
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -592,6 +652,7 @@ def cross_run_lines(data: dict[str, Any]) -> tuple[list[str], list[str]]:
             else ""
         )
         lines.append(f"parsed answer changed: {_rate(pair['changed_answers'])} of cases{repeats}")
+        lines.append(f"answers: {pair['answers_verdict']}")
         if pair["excluded"]:
             lines.append(
                 "left out: " + ", ".join(f"{EXCLUDED[r]} {n}" for r, n in pair["excluded"].items())

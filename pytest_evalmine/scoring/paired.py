@@ -188,6 +188,10 @@ class PairedAnswers:
     cases: list[PairedCase]
     first: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]]
     excluded: list[tuple[str, str]]
+    # every paired repeat's two answers, in the order of the case's scores
+    repeats: dict[tuple[str, str], list[tuple[AnswerRecord, AnswerRecord]]] = field(
+        default_factory=dict
+    )
 
 
 def pair_answers(
@@ -200,6 +204,7 @@ def pair_answers(
     left out of the case, and a case with none left is excluded."""
     paired: list[PairedCase] = []
     first: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]] = {}
+    repeats: dict[tuple[str, str], list[tuple[AnswerRecord, AnswerRecord]]] = {}
     excluded = []
     for task, case in cases:
         theirs, mine = a.get((task, case), {}), b.get((task, case), {})
@@ -211,11 +216,12 @@ def pair_answers(
                 a_scores.append(score_a)
                 b_scores.append(score_b)
                 first.setdefault((task, case), (theirs[repeat], mine[repeat]))
+                repeats.setdefault((task, case), []).append((theirs[repeat], mine[repeat]))
         if not a_scores:
             excluded.append((task, case))
             continue
         paired.append(PairedCase(task, case, tuple(a_scores), tuple(b_scores)))
-    return PairedAnswers(paired, first, excluded)
+    return PairedAnswers(paired, first, excluded, repeats)
 
 
 def compare_answers(
@@ -243,18 +249,26 @@ def compare_answers(
         metric=metric,
         comparison=comparison,
         excluded=len(paired.excluded),
-        worse=_examples(comparison.worse[:examples], paired.first, shown),
-        better=_examples(comparison.better[:examples], paired.first, shown),
+        worse=_examples(comparison.worse[:examples], paired, shown),
+        better=_examples(comparison.better[:examples], paired, shown),
     )
 
 
 def _examples(
-    chosen: Sequence[PairedCase],
-    first: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]],
-    show: Callable[[AnswerRecord], Any],
+    chosen: Sequence[PairedCase], paired: PairedAnswers, show: Callable[[AnswerRecord], Any]
 ) -> list[Example]:
+    """Each case's answers of the repeat that changed the way the case did (B below A for a
+    worse case, above for a better one; the first such repeat): with repeats, the first
+    paired repeat may be one where nothing changed."""
     shown = []
     for case in chosen:
-        a, b = first[(case.stratum, case.case)]
+        key = (case.stratum, case.case)
+        pairs = paired.repeats.get(key) or [paired.first[key]]
+        moved = [
+            i
+            for i, (score_a, score_b) in enumerate(zip(case.a, case.b, strict=True))
+            if (score_b - score_a) * case.delta > 0
+        ]
+        a, b = pairs[moved[0]] if moved and moved[0] < len(pairs) else pairs[0]
         shown.append(Example(case.stratum, case.case, show(a), show(b)))
     return shown
