@@ -126,9 +126,11 @@ def test_different_suite_lists_suite_changes_and_no_movements() -> None:
     assert changes["same_suite"] is False
     assert "win_rate_movements" not in changes
     assert changes["suite_changes"] == {
+        "suites": {"now": "small", "before": "small"},
         "tasks_added": ["delta"],
         "tasks_removed": ["gamma"],
         "tasks_modified": ["beta"],
+        "variants_changed": [],
         "label_count_changes": {
             "beta": {"now": 5, "before": 2},
             "delta": {"now": 1, "before": 0},

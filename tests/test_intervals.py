@@ -24,6 +24,7 @@ from pytest_evalmine.stats.estimators import CATEGORIES, Interval
 from pytest_evalmine.stats.paired import (
     PairedCase,
     compare_paired,
+    drift_half_width,
     floor_degrees_of_freedom,
     mcnemar_exact,
     noise_floor,
@@ -501,7 +502,7 @@ def test_noise_floor_by_hand_at_few_degrees_of_freedom() -> None:
     # One of four cases flips between its two repeats: sqrt(2 W / n) = sqrt(mean(d^2) / n)
     # = sqrt(0.25 / 4) = 0.25, at 2 degrees of freedom (above): t = 4.3027, floor 1.0757
     # (z gave 0.49).
-    floor = noise_floor([(1.0, 0.0), (1.0, 1.0), (0.0, 0.0), (1.0, 1.0)])
+    floor = drift_half_width([(1.0, 0.0), (1.0, 1.0), (0.0, 0.0), (1.0, 1.0)])
     assert floor == pytest.approx(student_t.ppf(0.975, 2) * 0.25, rel=1e-12)
     # Every case flips once in three repeats: the cases are alike, 20 x 2 = 40 pooled degrees.
     alike = noise_floor([(1.0, 0.0, 0.0)] * 20)

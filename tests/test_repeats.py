@@ -18,7 +18,13 @@ from pytest_evalmine import exitcodes
 from pytest_evalmine.run.records import AnswerRecord
 from pytest_evalmine.scoring.paired import ALL_PASS, ModelComparison, compare_models
 from pytest_evalmine.stats.estimators import Interval
-from pytest_evalmine.stats.paired import PairedCase, PairedComparison, compare_paired, noise_floor
+from pytest_evalmine.stats.paired import (
+    PairedCase,
+    PairedComparison,
+    compare_paired,
+    drift_half_width,
+    noise_floor,
+)
 
 from .conftest import SMALL_SUITE, call_count, latest_answers, latest_report
 
@@ -37,8 +43,13 @@ def t975(degrees: float) -> float:
 def test_noise_floor_by_hand_with_two_repeats() -> None:
     # One case of four flips between the repeats: d = (1, 0, 0, 0), t sqrt(mean(d^2) / n) at
     # 2 degrees of freedom (one case carries the noise)
-    floor = noise_floor([(1.0, 0.0), (1.0, 1.0), (0.0, 0.0), (1.0, 1.0)])
-    assert floor == pytest.approx(t975(2) * math.sqrt(0.25 / 4), abs=1e-12)  # 1.076
+    repeats = [(1.0, 0.0), (1.0, 1.0), (0.0, 0.0), (1.0, 1.0)]
+    assert drift_half_width(repeats) == pytest.approx(t975(2) * math.sqrt(0.25 / 4), abs=1e-12)
+    # 1.076: past the scale, so the floor is the scale (two means in [0, 1] drift at most 1)
+    assert noise_floor(repeats) == 1.0
+    assert noise_floor([(1.0, 0.0)] + [(1.0, 1.0)] * 39) == pytest.approx(
+        t975(2) * math.sqrt((1 / 40) / 40), abs=1e-12
+    )
 
 
 def test_noise_floor_by_hand_with_three_repeats() -> None:
@@ -46,14 +57,15 @@ def test_noise_floor_by_hand_with_three_repeats() -> None:
     # (0.5, 0.5, 1): mean 2/3, sample variance (1/36 + 1/36 + 4/36) / 2 = 1/12
     # W = (1/3 + 1/12) / 2 = 5/24; floor = t sqrt(2 W / 2) = t sqrt(5/24); degrees of
     # freedom min(pooled 2 + 2, 2 W^2 / (((1/3 - 1/12)^2 / 2) / 2) = 50/9) = 4
-    floor = noise_floor([(1.0, 0.0, 0.0), (0.5, 0.5, 1.0)])
+    floor = drift_half_width([(1.0, 0.0, 0.0), (0.5, 0.5, 1.0)])
     assert floor == pytest.approx(t975(4) * math.sqrt(5 / 24), abs=1e-12)  # 1.267
+    assert noise_floor([(1.0, 0.0, 0.0), (0.5, 0.5, 1.0)]) == 1.0  # capped at the scale
 
 
 def test_noise_floor_needs_two_repeats_and_ignores_single_ones() -> None:
     assert noise_floor([(1.0,), (0.0,)]) is None
     assert noise_floor([]) is None
-    assert noise_floor([(1.0,), (1.0, 0.0)]) == pytest.approx(t975(1) * math.sqrt(2 * 0.5 / 1))
+    assert drift_half_width([(1.0,), (1.0, 0.0)]) == pytest.approx(t975(1) * math.sqrt(2 * 0.5))
     assert noise_floor([(0.5, 0.5), (1.0, 1.0)]) == 0.0  # a deterministic model
 
 
@@ -79,7 +91,7 @@ def test_the_paired_comparison_carries_each_sides_floor() -> None:
         PairedCase("t", "4", (1.0, 1.0), (0.0, 1.0)),
     ]
     result = compare_paired(cases, seed=1)
-    assert result.floor_a == pytest.approx(t975(2) * math.sqrt(0.25 / 4))  # one flaky case
+    assert result.floor_a == 1.0  # one flaky case: t975(2) x 0.25 = 1.076, capped at 1
     assert result.floor_b == pytest.approx(t975(4) * math.sqrt(0.5 / 4))  # two: min(4, 6)
     # the larger: A's one flip rests on fewer degrees of freedom than B's two
     assert result.noise_floor == result.floor_a > result.floor_b
@@ -112,11 +124,13 @@ def comparison(
 @pytest.mark.parametrize(
     ("delta", "low", "high", "floor", "beyond"),
     [
-        (0.041, 0.012, 0.070, 0.015, True),  # above 0 and above the floor
-        (0.041, 0.012, 0.070, 0.041, False),  # exactly the floor is not beyond it
+        (0.041, 0.020, 0.070, 0.015, True),  # the interval lies above the floor
+        (0.041, 0.012, 0.070, 0.015, False),  # delta past the floor, the interval's low not
+        (0.041, 0.041, 0.070, 0.041, False),  # exactly the floor is not beyond it
         (0.010, 0.002, 0.020, 0.015, False),  # certain, but smaller than the floor
         (0.041, -0.002, 0.070, 0.015, False),  # the interval reaches 0
-        (-0.041, -0.070, -0.012, 0.015, True),  # worse, beyond noise
+        (-0.041, -0.070, -0.020, 0.015, True),  # worse, beyond noise
+        (-0.041, -0.070, -0.012, 0.015, False),  # worse, the interval reaches into the floor
         (0.041, 0.012, 0.070, None, None),  # no repeats: unknown
     ],
 )
@@ -127,21 +141,29 @@ def test_beyond_noise(
 
 
 def test_verdict_words() -> None:
-    assert comparison(0.041, 0.012, 0.070, 0.015, 0.01).verdict == (
-        "B is better than A on all checks pass by 4.1 points [1.2, 7.0], beyond the noise "
-        "floor of 1.5 points"
+    assert comparison(0.041, 0.020, 0.070, 0.015, 0.01).verdict == (
+        "B is better than A on all checks pass by 4.1 points [2.0, 7.0], beyond the noise "
+        "floor of 1.5 points by 2.6 points [0.5, 5.5]"
     )
-    assert comparison(-0.041, -0.070, -0.012, 0.015).verdict == (
-        "B is worse than A on all checks pass by 4.1 points [1.2, 7.0], beyond the noise "
-        "floor of 1.5 points"
+    assert comparison(-0.041, -0.070, -0.020, 0.015).verdict == (
+        "B is worse than A on all checks pass by 4.1 points [2.0, 7.0], beyond the noise "
+        "floor of 1.5 points by 2.6 points [0.5, 5.5]"
+    )
+    # delta 4.1 past the floor of 1.5, but the excess's interval reaches below 0
+    assert comparison(0.041, 0.012, 0.070, 0.015).verdict == (
+        "B is better than A on all checks pass by 4.1 points [1.2, 7.0], not beyond the noise "
+        "floor of 1.5 points: excess +2.6 points [-0.3, +5.5], an interval that does not lie "
+        "above 0"
     )
     assert comparison(0.010, 0.002, 0.020, 0.015).verdict == (
-        "B is better than A on all checks pass by 1.0 points [0.2, 2.0], within the noise "
-        "floor of 1.5 points: not beyond noise"
+        "B is better than A on all checks pass by 1.0 points [0.2, 2.0], not beyond the noise "
+        "floor of 1.5 points: excess -0.5 points [-1.3, +0.5], an interval that does not lie "
+        "above 0"
     )
     assert comparison(0.008, -0.021, 0.035, 0.015).verdict == (
         "B cannot be told apart from A on all checks pass: +0.8 points [-2.1, +3.5], an "
-        "interval that includes 0; noise floor 1.5 points"
+        "interval that includes 0; not beyond the noise floor of 1.5 points: excess -0.7 "
+        "points [-3.6, +2.0], an interval that does not lie above 0"
     )
     unknown = "the noise floor is unknown: no case has two repeats of both models"
     assert unknown in comparison(0.041, 0.012, 0.070, None).verdict
@@ -172,7 +194,7 @@ def test_records_are_paired_by_repeat_and_clustered_by_case() -> None:
     # case 1: B - A = 0 and +1 over its two repeats; case 2: -1 over its one usable repeat
     assert p.delta == pytest.approx(0.0)
     assert [c.delta for c in p.better] == [0.5] and [c.delta for c in p.worse] == [-1.0]
-    assert p.floor_a == pytest.approx(t975(1) * math.sqrt(2 * 0.5 / 1))  # only case 1 has two
+    assert p.floor_a == 1.0  # only case 1 has two: t975(1) sqrt(2 x 0.5) = 12.7, capped
     assert p.floor_b == 0.0
     # McNemar: passed in every repeat; a: case 2 only, b: case 1 only
     assert p.mcnemar is not None and (p.mcnemar.a_only, p.mcnemar.b_only) == (1, 1)
@@ -261,14 +283,15 @@ def test_repeats_that_disagree_give_a_floor_and_the_judge_sees_repeat_0_only(
     floor = report["paired"][0]["noise_floor"]
     assert floor["baseline"] == 0.0
     # One of three cases flips between beta's two repeats: t sqrt(mean(d^2) / n), 2 df
-    assert floor["candidate"] == pytest.approx(t975(2) * math.sqrt((1 / 3) / 3))
+    assert t975(2) * math.sqrt((1 / 3) / 3) > 1  # 143.4 points: the scale caps it
+    assert floor["candidate"] == 1.0
     assert floor["floor"] == floor["candidate"]
     pairs = [
         json.loads(line)
         for line in (Path(report_dir(pytester)) / "pairs.jsonl").read_text().splitlines()
     ]
     assert len(pairs) == 3  # one per case and candidate, not per repeat
-    assert "noise floor 143.4 points" in result.stdout.str().replace("\n    ", " ")
+    assert "noise floor of 100.0 points" in result.stdout.str().replace("\n    ", " ")
 
 
 def report_dir(pytester: pytest.Pytester) -> Path:
@@ -317,8 +340,10 @@ def test_one_model_with_repeats_shows_its_noise_floor(pytester: pytest.Pytester)
     rows = {row["task"]: row for row in latest_report(pytester.path)["scores"]}
     # One triage case scores 0 and 1 over its repeats, every other case 1 and 1.
     # one flaky case in each: 2 degrees of freedom
-    assert rows["triage"]["noise_floor"] == pytest.approx(t975(2) * math.sqrt(2 * (0.5 / 2) / 2))
-    assert rows[None]["noise_floor"] == pytest.approx(t975(2) * math.sqrt(2 * (0.5 / 3) / 3))
+    # (t975(2) sqrt(2 (0.5 / 2) / 2) = 215.1 and sqrt(2 (0.5 / 3) / 3) 143.4 points, past the
+    # scale: each is the scale)
+    assert rows["triage"]["noise_floor"] == 1.0
+    assert rows[None]["noise_floor"] == 1.0
     assert rows["polite"]["noise_floor"] == 0.0
     out = result.stdout.str()
-    assert "noise floor" in out and "215.1 pts" in out and "143.4 pts" in out
+    assert "noise floor" in out and "100.0 pts" in out and "215.1" not in out

@@ -133,6 +133,11 @@ def build_parser() -> Parser:
         help="compare only model M (in both runs), or M1 of RUN_A with M2 of RUN_B (another "
         "build or tag); repeatable. Default: every model both runs have",
     )
+    compare.add_argument(
+        "--allow-other-suite",
+        action="store_true",
+        help="pair runs of two different suites by their task and case ids (refused otherwise)",
+    )
     compare.add_argument("--json", action="store_true", help="print the changes as JSON")
     report_dir(compare)
 
@@ -460,7 +465,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     before = find_run(args.run_a, _report_root(args), args.rootdir)
     after = find_run(args.run_b, _report_root(args), args.rootdir)
     changes = compare(after.report(), before.report())
-    changes["cases"] = cases_between(before, after, args.model)
+    changes["cases"] = cases_between(before, after, args.model, args.allow_other_suite)
     changes["cases_note"] = None
     if args.json:
         print(json.dumps(changes, indent=2))

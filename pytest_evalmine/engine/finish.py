@@ -30,7 +30,7 @@ from ..judging.headline import Headline, run_headline
 from ..options import gate_from_spec
 from ..options import report_root as checked_report_root
 from ..reports.compare import compare as compare_reports
-from ..reports.compare import find_previous
+from ..reports.compare import find_previous, other_suite
 from ..reports.compare import load as load_report
 from ..reports.compare import resolve as resolve_compare
 from ..reports.cross_run import recorded_builds
@@ -369,6 +369,9 @@ def previous_report(session: EvalSession, suite: Suite, report_root: Path) -> di
         report = None
     if not _is_run_report(report):
         raise EvalmineError(f"--evalmine-compare={reference}: {path} is not a run's report.json")
+    theirs = report["suite"].get("name") if report else None
+    if theirs != suite.name:
+        raise EvalmineError(other_suite(reference, theirs, suite.name))
     return report
 
 

@@ -47,6 +47,17 @@ class StoredRun:
     def records(self) -> list[AnswerRecord]:
         return _records(_read_jsonl(self.run_dir / "answers.jsonl"))
 
+    def readable_records(self) -> tuple[list[AnswerRecord], list[str]]:
+        """The answers that can be read, and each unreadable line of answers.jsonl named by
+        file and line (a run cut short mid-write): a comparison reads what it can."""
+        damaged: list[str] = []
+        return _records(_read_jsonl(self.run_dir / "answers.jsonl", damaged)), damaged
+
+    def side(self) -> RunSide:
+        """This run as one side of a comparison: what is readable, and what is not."""
+        records, damaged = self.readable_records()
+        return RunSide(self.report(), records, tuple(damaged))
+
     def pairs(self) -> list[Pair]:
         return [Pair.from_dict(row) for row in _read_jsonl(self.run_dir / "pairs.jsonl")]
 
@@ -56,13 +67,15 @@ class StoredRun:
 
 
 def cases_between(
-    before: StoredRun, after: StoredRun, models: Sequence[str] = ()
+    before: StoredRun,
+    after: StoredRun,
+    models: Sequence[str] = (),
+    allow_other_suite: bool = False,
 ) -> dict[str, Any]:
     """Run ``after`` (B) against run ``before`` (A), case by case (spec: "Compare");
-    ``models``: the ``--model`` entries that pair the runs' models."""
-    return cross_run(
-        RunSide(before.report(), before.records()), RunSide(after.report(), after.records()), models
-    )
+    ``models``: the ``--model`` entries that pair the runs' models; runs of two suites are
+    refused unless ``allow_other_suite``."""
+    return cross_run(before.side(), after.side(), models, allow_other_suite)
 
 
 def case_changes(
@@ -86,8 +99,8 @@ def case_changes(
         )
         if found is None or not (found.parent / "answers.jsonl").is_file():
             return None, f"run {previous.get('run_id')} has no answers.jsonl to compare cases with"
-        before = StoredRun(found.parent)
-        return cross_run(RunSide(previous, before.records()), RunSide(report, records)), None
+        before, damaged = StoredRun(found.parent).readable_records()
+        return cross_run(RunSide(previous, before, tuple(damaged)), RunSide(report, records)), None
     except (EvalmineError, OSError, ValueError, KeyError, TypeError) as exc:
         return None, f"the cases of run {previous.get('run_id')} cannot be read: {exc}"
 
@@ -126,19 +139,39 @@ def _records(rows: Iterable[dict[str, Any]]) -> list[AnswerRecord]:
     return records
 
 
-def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+def _read_jsonl(path: Path, damaged: list[str] | None = None) -> Iterator[dict[str, Any]]:
     """The rows of a jsonl file, read a line at a time: a caller that turns each into an
     object holds neither the file's text nor every row's dict at once (the answers of the run
-    a 10,000-case rerun compares with were its largest thing in memory)."""
+    a 10,000-case rerun compares with were its largest thing in memory). A line that is not a
+    JSON object is an error naming the file and its line, or, given ``damaged``, said there
+    and skipped."""
     if not path.is_file():
         return
     try:
         with path.open(encoding="utf-8") as stream:
-            for line in stream:
-                if line.strip():
-                    yield json.loads(line)
-    except (OSError, ValueError) as exc:
+            for number, line in enumerate(stream, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    if not isinstance(row, dict):
+                        raise ValueError(f"a {type(row).__name__}, not an object")
+                except ValueError as exc:
+                    why = f"{path}: line {number}: cannot read: {_without_position(exc)}"
+                    if damaged is None:
+                        raise EvalmineError(why) from None
+                    damaged.append(why)
+                    continue
+                yield row
+    except OSError as exc:
         raise EvalmineError(f"{path}: cannot read: {exc}") from None
+
+
+def _without_position(exc: ValueError) -> str:
+    """json's message with its column only: its "line 1" counts lines of the one row."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} (column {exc.colno})"
+    return str(exc)
 
 
 def list_runs(report_root: Path, suite_name: str) -> list[StoredRun]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EvalmineError
+from .cross_run import variant_changes
 
 # report.json's ``adapter_routing`` of a ``--evalmine-fake`` run starts with this.
 FAKE_ROUTING = "fake"
@@ -27,7 +28,8 @@ def find_previous(report_root: Path, suite_name: str) -> Path | None:
 
 def resolve(reference: str, report_root: Path, suite_name: str, rootdir: Path) -> Path:
     """A run id of this suite, a run folder, a report.json path, or a run name of this suite
-    (``NAME``, ``NAME~K``: spec "Report files", named runs)."""
+    (``NAME``, ``NAME~K``: spec "Report files", named runs). A run id of another suite is
+    refused as that suite's folder or report.json is (``other_suite``): one rule for both."""
     from .run_names import find_named
 
     for candidate in (
@@ -45,7 +47,20 @@ def resolve(reference: str, report_root: Path, suite_name: str, rootdir: Path) -
         raise EvalmineError(f"--evalmine-compare={reference}: {exc}") from None
     if named is not None:
         return named / "report.json"
+    if "/" not in reference and report_root.is_dir():
+        for suite_dir in sorted(report_root.iterdir()):
+            if (suite_dir / reference / "report.json").is_file():
+                raise EvalmineError(other_suite(reference, suite_dir.name, suite_name))
     raise EvalmineError(f"--evalmine-compare={reference}: no such run of {suite_name!r}")
+
+
+def other_suite(reference: str, theirs: Any, ours: str) -> str:
+    """Why ``--evalmine-compare`` refuses a run of another suite, however it was named."""
+    return (
+        f"--evalmine-compare={reference}: that run is of suite {theirs!r}, not {ours!r}: "
+        "compare with a run of this suite (`evalmine compare RUN_A RUN_B --allow-other-suite` "
+        "pairs runs of two suites by task and case ids)"
+    )
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -198,10 +213,26 @@ def _suite_changes(current: dict[str, Any], previous: dict[str, Any]) -> dict[st
     before = previous["suite"].get("task_hashes", {})
     labels_now = current["suite"].get("label_counts", {})
     labels_before = previous["suite"].get("label_counts", {})
+    content_now = current["suite"].get("task_content", {})
+    content_before = previous["suite"].get("task_content", {})
+    variants_changed = sorted(
+        {
+            name
+            for task in set(content_now) & set(content_before)
+            for name, fields in variant_changes(
+                content_before[task].get("variants"), content_now[task].get("variants")
+            ).items()
+            if fields
+        }
+    )
     return {
+        "suites": {"now": current["suite"].get("name"), "before": previous["suite"].get("name")},
         "tasks_added": sorted(set(now) - set(before)),
         "tasks_removed": sorted(set(before) - set(now)),
+        # by the whole task's hash: what it asks, checks and its cases (its own variants too)
         "tasks_modified": sorted(t for t in set(now) & set(before) if now[t] != before[t]),
+        # a suite variant applies to every task: edited once, it changes what each asks
+        "variants_changed": variants_changed,
         "label_count_changes": {
             task: {"now": labels_now.get(task, 0), "before": labels_before.get(task, 0)}
             for task in sorted(set(labels_now) | set(labels_before))

@@ -11,6 +11,7 @@ call; the dict it returns is report.json's ``changes.cases``."""
 from __future__ import annotations
 
 import json
+import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -27,7 +28,6 @@ from ..scoring.paired import (
     METRIC_WORDS,
     SCORE,
     Answers,
-    ModelComparison,
     PairedAnswers,
     all_pass_score,
     answers_by_case,
@@ -38,7 +38,7 @@ from ..stats.estimators import Interval, interval_dict, seed_from
 from ..stats.paired import noise_floor
 from ..stats.proportions import Proportion
 from ..stats.resample import Cluster, mean_interval
-from ..suite.content import TASK_CONTENT_FIELDS
+from ..suite.content import TASK_CONTENT_FIELDS, VARIANT_FIELDS
 from .render import number, percent
 
 EXAMPLES = 5  # worse and better cases shown per comparison, each
@@ -64,10 +64,24 @@ class RunSide:
 
     report: dict[str, Any]
     records: Sequence[AnswerRecord]
+    # answers.jsonl's unreadable lines, each named by file and line (read around)
+    damaged: tuple[str, ...] = ()
 
     @property
     def run_id(self) -> str:
         return str(self.report.get("run_id"))
+
+    def missing(self) -> str | None:
+        """Why this run's answers are fewer than its report.json counts (``items``, one per
+        answer record): a run cut short or a file cut at a line boundary; None when whole."""
+        counted = self.report.get("items")
+        if not isinstance(counted, int) or len(self.records) >= counted:
+            return None
+        return (
+            f"run {self.run_id} is incomplete: its answers.jsonl holds {len(self.records)} of "
+            f"the {counted} answers its report.json counts, so its missing cases are not "
+            "removed cases"
+        )
 
     @property
     def models(self) -> list[str]:
@@ -129,14 +143,32 @@ def _side(part: str, entry: str) -> tuple[str, str]:
 
 
 # the comparison ------------------------------------------------------------------------------
-def cross_run(a: RunSide, b: RunSide, requested: Sequence[str] = ()) -> dict[str, Any]:
-    """Run B against run A, case by case (report.json ``changes.cases``, spec "Compare")."""
+def cross_run(
+    a: RunSide, b: RunSide, requested: Sequence[str] = (), allow_other_suite: bool = False
+) -> dict[str, Any]:
+    """Run B against run A, case by case (report.json ``changes.cases``, spec "Compare").
+    Runs of two suites are paired by task and case ids only with ``allow_other_suite``."""
+    suite_a, suite_b = _suite_name(a), _suite_name(b)
+    if suite_a != suite_b and not allow_other_suite:
+        raise EvalmineError(
+            f"run A ({a.run_id}) is of suite {suite_a!r}, run B ({b.run_id}) of suite "
+            f"{suite_b!r}: two suites are paired by task and case ids only with "
+            "--allow-other-suite"
+        )
     pairs = model_pairs(a.models, b.models, requested)
     cases_a = {(r.task, r.case) for r in a.records}
     cases_b = {(r.task, r.case) for r in b.records}
     result: dict[str, Any] = {
         "run_a": a.run_id,
         "run_b": b.run_id,
+        "same_run": a.run_id == b.run_id,
+        # A side read around damaged lines, or holding fewer answers than its report counts.
+        "partial": [
+            why for side in (a, b) for why in (*side.damaged, side.missing()) if why is not None
+        ],
+        "suites": {"a": suite_a, "b": suite_b, "same": suite_a == suite_b},
+        "models_only_in_a": [m for m in a.models if m not in b.models],
+        "models_only_in_b": [m for m in b.models if m not in a.models],
         "tasks": task_changes(a.report, b.report),
         "cases_only_in_a": [_case(c) for c in sorted(cases_a - cases_b)],
         "cases_only_in_b": [_case(c) for c in sorted(cases_b - cases_a)],
@@ -153,35 +185,76 @@ def cross_run(a: RunSide, b: RunSide, requested: Sequence[str] = ()) -> dict[str
     return result
 
 
+def _suite_name(side: RunSide) -> str | None:
+    return (side.report.get("suite") or {}).get("name")
+
+
 def _case(key: tuple[str, str]) -> dict[str, str]:
     return {"task": key[0], "case": key[1]}
 
 
 def task_changes(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Tasks whose content hash differs, with the fields that changed; a run stored before
-    per-field hashes existed is compared by its whole-task hashes (cases included), fields
-    unknown (null)."""
+    """Tasks whose content differs, with what changed: the fields of what the task asks and
+    checks, ``cases`` (ids, vars, gold, expected) and, per variant the task can be asked with,
+    the variant's fields (``variants``: name -> fields, ``added``/``removed`` for a variant on
+    one side only). A run stored before per-field hashes existed is compared by its whole-task
+    hashes (cases included), fields unknown (null); one stored before case and variant hashes,
+    by its fields, with ``cases`` when the whole-task hash differs and no field explains it."""
     content_a = (a.get("suite") or {}).get("task_content") or {}
     content_b = (b.get("suite") or {}).get("task_content") or {}
+    hashes_b = (b.get("suite") or {}).get("task_hashes") or {}
+    hashes_a = (a.get("suite") or {}).get("task_hashes") or {}
     by_field = bool(content_a) and bool(content_b)
-    if by_field:
-        now, before = content_b, content_a
-    else:
-        now = (b.get("suite") or {}).get("task_hashes") or {}
-        before = (a.get("suite") or {}).get("task_hashes") or {}
+    now, before = (content_b, content_a) if by_field else (hashes_b, hashes_a)
     changed = []
     for task in sorted(set(now) & set(before)):
-        if by_field and now[task]["hash"] != before[task]["hash"]:
-            fields = [f for f in TASK_CONTENT_FIELDS if now[task].get(f) != before[task].get(f)]
-            changed.append({"task": task, "fields": fields})
-        elif not by_field and now[task] != before[task]:
-            changed.append({"task": task, "fields": None})
+        if not by_field:
+            if now[task] != before[task]:
+                changed.append({"task": task, "fields": None, "variants": {}})
+            continue
+        new, old = now[task], before[task]
+        fields = [f for f in TASK_CONTENT_FIELDS if new.get(f) != old.get(f)]
+        if "cases" in new and "cases" in old:
+            fields += ["cases"] if new["cases"] != old["cases"] else []
+        elif not fields and hashes_a.get(task) != hashes_b.get(task):
+            fields.append("cases")
+        variants = variant_changes(old.get("variants"), new.get("variants"))
+        if fields or variants:
+            changed.append({"task": task, "fields": fields, "variants": variants})
     return {
         "compared_by": "task_content" if by_field else "task_hashes",
         "changed": changed,
         "only_in_a": sorted(set(before) - set(now)),
         "only_in_b": sorted(set(now) - set(before)),
     }
+
+
+def variant_changes(
+    before: dict[str, Any] | None, now: dict[str, Any] | None
+) -> dict[str, list[str]]:
+    """Per variant of one task, what changed in it; {} when either run predates variant
+    hashes (nothing can be said, and nothing is claimed)."""
+    if before is None or now is None:
+        return {}
+    changes = {}
+    for name in sorted(set(before) | set(now)):
+        if name not in before:
+            changes[name] = ["added"]
+        elif name not in now:
+            changes[name] = ["removed"]
+        elif before[name].get("hash") != now[name].get("hash"):
+            changes[name] = [f for f in VARIANT_FIELDS if before[name].get(f) != now[name].get(f)]
+    return changes
+
+
+def changed_task_words(change: dict[str, Any]) -> str:
+    """``polite (prompt, cases; variant terse: system)``: one task's change in report words."""
+    parts = [", ".join(change["fields"])] if change.get("fields") else []
+    parts += [
+        f"variant {name}: {', '.join(fields)}"
+        for name, fields in (change.get("variants") or {}).items()
+    ]
+    return change["task"] + (f" ({'; '.join(parts)})" if parts else "")
 
 
 def _compare_models(a: RunSide, b: RunSide, model_a: str, model_b: str) -> dict[str, Any]:
@@ -203,7 +276,7 @@ def _compare_models(a: RunSide, b: RunSide, model_a: str, model_b: str) -> dict[
         # the same pair of suites reproduce every interval, as in-run comparisons do.
         seed = seed_from(_suite_hash(a), _suite_hash(b), "cross_run", model_a, model_b, metric)
         metrics.append(_metric(paired, metric, seed, answers_a, answers_b))
-    return {
+    entry: dict[str, Any] = {
         "model_a": model_a,
         "model_b": model_b,
         "build_a": (a.report.get("model_builds") or {}).get(model_a),
@@ -214,8 +287,14 @@ def _compare_models(a: RunSide, b: RunSide, model_a: str, model_b: str) -> dict[
             "a": _churn(answers_a, every_task),
             "b": _churn(answers_b, every_task),
         },
+        "changed_beyond_repeats": {
+            side: _churn_excess(answers, every_task, seed_from(_suite_hash(a), side, model_a))
+            for side, answers in (("a", answers_a), ("b", answers_b))
+        },
         "metrics": metrics,
     }
+    entry["answers_verdict"] = answers_verdict(entry)
+    return entry
 
 
 def _suite_hash(side: RunSide) -> str:
@@ -260,7 +339,7 @@ def _metric(
         "same": stored["same"],
         "mcnemar": stored["mcnemar"],
         "noise_floor": {"a": c.floor_a, "b": c.floor_b, "floor": c.noise_floor},
-        "excess": _excess(result),
+        "excess": c.excess.to_dict() if c.excess else None,
         "beyond_noise": c.beyond_noise,
         "excluded_cases": result.excluded,
         "worse_examples": [_example(e) for e in result.worse],
@@ -306,23 +385,6 @@ def _side_interval(paired: PairedAnswers, metric: str, seed: int, side: str) -> 
     )
 
 
-def _excess(result: ModelComparison) -> dict[str, Any] | None:
-    """How far the change goes past the noise floor, in the change's direction: |delta| -
-    floor, and the delta's interval (oriented the same way) moved by the floor. None without a
-    floor or a delta."""
-    c = result.comparison
-    floor = c.noise_floor
-    if floor is None or c.delta is None or c.interval is None:
-        return None
-    if c.delta < 0:
-        low, high = -c.interval.high - floor, -c.interval.low - floor
-        value = -c.delta - floor
-    else:
-        low, high = c.interval.low - floor, c.interval.high - floor
-        value = c.delta - floor
-    return {"value": value, "interval": {"low": low, "high": high}}
-
-
 def _changed(paired: PairedAnswers) -> Proportion:
     """Cases whose parsed answer differs between the runs (first paired repeat of each)."""
     changed = sum(
@@ -348,6 +410,59 @@ def _churn(answers: Answers, paired: PairedAnswers) -> dict[str, Any] | None:
             n += 1
             changed += _same(parsed_answer(answered[0]), parsed_answer(answered[1])) is False
     return Proportion(changed, n).to_dict() if n else None
+
+
+def _churn_excess(answers: Answers, paired: PairedAnswers, seed: int) -> dict[str, Any] | None:
+    """Over the compared cases with two answered repeats in this run: the mean per case of
+    (answer changed between the runs) - (answer changed between this run's first two
+    repeats), with its interval (the paired delta's bootstrap over cases, ends -1 and 1), as
+    evalpair's answer-change test. None without such a case."""
+    clusters = []
+    for c in paired.cases:
+        answered = [
+            r
+            for _, r in sorted(answers[(c.stratum, c.case)].items())
+            if all_pass_score(r) is not None
+        ]
+        if len(answered) >= 2:
+            between = _same(*(parsed_answer(r) for r in paired.first[(c.stratum, c.case)]))
+            within = _same(parsed_answer(answered[0]), parsed_answer(answered[1]))
+            clusters.append(Cluster(c.stratum, float(not between) - float(not within), 1))
+    if not clusters:
+        return None
+    interval = mean_interval(clusters, low_end=-1.0, high_end=1.0, seed=seed)
+    value = math.fsum(cluster.total for cluster in clusters) / len(clusters)
+    return {"value": value, "interval": interval_dict(interval), "cases": len(clusters)}
+
+
+def answers_verdict(pair: dict[str, Any]) -> str:
+    """Whether the parsed answers changed beyond what a run's own repeats change: beyond when
+    the excess's interval lies above 0 for every run that has repeats (evalpair's rule)."""
+    changed = pair["changed_answers"]
+    if not changed or changed.get("rate") is None:
+        return "no case answered by both runs"
+    share = f"the answers changed on {percent(changed['rate'])} of cases"
+    excess = {s: e for s, e in pair["changed_beyond_repeats"].items() if e and e["interval"]}
+    if not excess:
+        return (
+            f"{share}; whether that is beyond repeat noise is unknown: neither run has two "
+            "repeats of a case (--evalmine-repeat=2 or more measures it)"
+        )
+    churn = pair["changed_between_repeats"]
+    against = ", ".join(
+        f"{side.upper()} {percent(churn[side]['rate'])}" for side in excess if churn.get(side)
+    )
+    by = "; ".join(
+        f"excess over {side.upper()}'s repeats {_pts(e['value'])} points "
+        f"[{_pts(e['interval']['low'])}, {_pts(e['interval']['high'])}]"
+        for side, e in excess.items()
+    )
+    beyond = all(e["interval"]["low"] > 0 for e in excess.values())
+    scores = [m.get("beyond_noise") for m in pair["metrics"]]
+    if beyond:
+        moved = "" if any(scores) else ", the scores did not"
+        return f"{share} against {against} between repeats: beyond repeat noise{moved} ({by})"
+    return f"{share} against {against} between repeats: not beyond repeat noise ({by})"
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -399,7 +514,8 @@ def _pts(value: float, sign: bool = True) -> str:
 
 
 def verdict(m: dict[str, Any]) -> str:
-    """One comparison in plain words, in points (spec: "Compare")."""
+    """One comparison in plain words, in points (spec: "Compare"): the delta's, then the
+    floor's clause, which always gives the excess over the floor with its interval."""
     what = METRIC_WORDS[m["metric"]]
     delta, interval = m.get("delta"), m.get("interval")
     if delta is None or interval is None:
@@ -407,23 +523,30 @@ def verdict(m: dict[str, Any]) -> str:
     low, high = interval["low"], interval["high"]
     numbers = f"{_pts(delta)} points [{_pts(low)}, {_pts(high)}] over {m['cases']} cases"
     counts = f"{m['worse']} worse, {m['better']} better"
-    floor, excess = m["noise_floor"]["floor"], m["excess"]
     if low <= 0 <= high:
         text = f"B cannot be told apart from A on {what}: {numbers}, an interval that includes 0"
-        clause = NO_FLOOR if floor is None else f"noise floor {_pts(floor, False)} points"
     else:
         text = f"B scores {'higher' if low > 0 else 'lower'} than A on {what}: {numbers}"
-        if floor is None:
-            clause = NO_FLOOR
-        elif m["beyond_noise"]:
-            clause = (
-                f"beyond the noise floor of {_pts(floor, False)} points by "
-                f"{_pts(excess['value'], False)} points [{_pts(excess['interval']['low'], False)}"
-                f", {_pts(excess['interval']['high'], False)}]"
-            )
-        else:
-            clause = f"within the noise floor of {_pts(floor, False)} points: not beyond noise"
-    return f"{text}; {counts}; {clause}"
+    return f"{text}; {counts}; {floor_clause(m)}"
+
+
+def floor_clause(m: dict[str, Any]) -> str:
+    """Where the change stands against the noise floor: beyond it only when the excess's
+    interval lies above 0."""
+    floor, excess = m["noise_floor"]["floor"], m.get("excess")
+    if floor is None or excess is None:
+        return NO_FLOOR
+    if m["beyond_noise"]:
+        return (
+            f"beyond the noise floor of {_pts(floor, False)} points by "
+            f"{_pts(excess['value'], False)} points [{_pts(excess['interval']['low'], False)}, "
+            f"{_pts(excess['interval']['high'], False)}]"
+        )
+    return (
+        f"not beyond the noise floor of {_pts(floor, False)} points: excess "
+        f"{_pts(excess['value'])} points [{_pts(excess['interval']['low'])}, "
+        f"{_pts(excess['interval']['high'])}], an interval that does not lie above 0"
+    )
 
 
 def _rate(stored: dict[str, Any] | None) -> str:
@@ -457,10 +580,13 @@ def _answer(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _named(cases: Sequence[dict[str, str]]) -> str:
+def _first(cases: Sequence[dict[str, str]]) -> str:
+    """`` (t/c1, t/c2 and 3 more)``: the first cases of a list, named; "" for none."""
+    if not cases:
+        return ""
     names = ", ".join(f"{c['task']}/{c['case']}" for c in cases[:LISTED])
     more = len(cases) - LISTED
-    return (names + (f" and {more} more" if more > 0 else "")) or "none"
+    return f" ({names}{f' and {more} more' if more > 0 else ''})"
 
 
 METRIC_LINES = {ALL_PASS: "all checks pass", SCORE: "checker score (tasks with checks)"}
@@ -471,11 +597,24 @@ def cross_run_lines(data: dict[str, Any]) -> tuple[list[str], list[str]]:
     report.md and ``evalmine compare`` only: the examples and the cases named)."""
     lines = [f"case by case: A = run {data['run_a']}, B = run {data['run_b']}"]
     detail: list[str] = []
+    for why in data.get("partial") or ():
+        lines.append(f"partial comparison: {why}")
+    if data.get("same_run"):
+        lines.append(f"A and B are the same run ({data['run_a']}): nothing can have changed")
+    suites = data.get("suites") or {}
+    if suites and not suites.get("same"):
+        lines.append(
+            f"the suites differ: A is a run of suite {suites['a']!r}, B of suite "
+            f"{suites['b']!r}; tasks and cases are paired by their ids (--allow-other-suite)"
+        )
+    only_a, only_b = data.get("models_only_in_a") or [], data.get("models_only_in_b") or []
+    if only_a or only_b:
+        lines.append(
+            f"contenders only in A: {', '.join(only_a) or 'none'}; only in B: "
+            f"{', '.join(only_b) or 'none'} (not compared)"
+        )
     tasks = data["tasks"]
-    changed = [
-        t["task"] + (f" ({', '.join(t['fields'])})" if t["fields"] else "")
-        for t in tasks["changed"]
-    ]
+    changed = [changed_task_words(t) for t in tasks["changed"]]
     lines.append(
         f"tasks changed: {', '.join(changed) or 'none'}; only in A: "
         f"{', '.join(tasks['only_in_a']) or 'none'}; only in B: "
@@ -487,9 +626,9 @@ def cross_run_lines(data: dict[str, Any]) -> tuple[list[str], list[str]]:
         )
     )
     only_a, only_b = data["cases_only_in_a"], data["cases_only_in_b"]
-    lines.append(f"cases only in A: {len(only_a)}; only in B: {len(only_b)}")
-    if only_a or only_b:
-        detail.append(f"cases only in A: {_named(only_a)}; only in B: {_named(only_b)}")
+    lines.append(
+        f"cases only in A: {len(only_a)}{_first(only_a)}; only in B: {len(only_b)}{_first(only_b)}"
+    )
     if data.get("note"):
         lines.append(data["note"])
     for pair in data["models"]:
@@ -513,6 +652,7 @@ def cross_run_lines(data: dict[str, Any]) -> tuple[list[str], list[str]]:
             else ""
         )
         lines.append(f"parsed answer changed: {_rate(pair['changed_answers'])} of cases{repeats}")
+        lines.append(f"answers: {pair['answers_verdict']}")
         if pair["excluded"]:
             lines.append(
                 "left out: " + ", ".join(f"{EXCLUDED[r]} {n}" for r, n in pair["excluded"].items())

@@ -597,22 +597,33 @@ def changes_section(changes: dict[str, Any]) -> Section:
         else:
             section.lines.append("no win-rate movements to compare")
     else:
-        suite = changes["suite_changes"]
-        section.lines.append(
-            "the suite changed (different suite hash): no win-rate deltas. Tasks added: "
-            f"{', '.join(suite['tasks_added']) or 'none'}; removed: "
-            f"{', '.join(suite['tasks_removed']) or 'none'}; modified: "
-            f"{', '.join(suite['tasks_modified']) or 'none'}; label counts changed: "
-            + (
-                ", ".join(
-                    f"{t} {c['before']}->{c['now']}"
-                    for t, c in suite["label_count_changes"].items()
-                )
-                or "none"
-            )
-        )
+        section.lines.append(_suite_line(changes))
     _add_cases(section, changes)
     return section
+
+
+def _suite_line(changes: dict[str, Any]) -> str:
+    """What changed in the suite, in the words of the case-by-case lines: their ``tasks
+    changed`` names the tasks (by content, cases and variants) when the cases were compared,
+    so this line does not name them again in other words."""
+    suite = changes["suite_changes"]
+    names = suite.get("suites") or {}
+    parts = []
+    if names and names.get("now") != names.get("before"):
+        parts.append(f"the suites differ: {names.get('before')!r} before, {names.get('now')!r} now")
+    if not changes.get("cases"):
+        parts.append(
+            f"tasks added: {', '.join(suite['tasks_added']) or 'none'}; removed: "
+            f"{', '.join(suite['tasks_removed']) or 'none'}; changed (by whole-task hash, "
+            f"cases included): {', '.join(suite['tasks_modified']) or 'none'}"
+        )
+    if suite.get("variants_changed"):
+        parts.append(f"variants changed: {', '.join(suite['variants_changed'])}")
+    labels = ", ".join(
+        f"{t} {c['before']}->{c['now']}" for t, c in suite["label_count_changes"].items()
+    )
+    parts.append(f"label counts changed: {labels or 'none'}")
+    return "the suite changed (different suite hash): no win-rate deltas; " + "; ".join(parts)
 
 
 def _add_cases(section: Section, changes: dict[str, Any]) -> None:

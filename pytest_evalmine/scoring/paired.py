@@ -76,9 +76,9 @@ class ModelComparison:
                 f"{b} cannot be told apart from {a} on {what}: {100 * p.delta:+.1f} points "
                 f"[{low:+.1f}, {high:+.1f}], an interval that includes 0"
             )
-            if floor is None:
+            if floor is None or p.excess is None:
                 return f"{text}; {NO_FLOOR}"
-            return f"{text}; noise floor {100 * floor:.1f} points"
+            return f"{text}; {excess_words(p)}"
         better = low > 0
         size = abs(100 * p.delta)
         ends = (low, high) if better else (-high, -low)
@@ -86,11 +86,26 @@ class ModelComparison:
             f"{b} is {'better' if better else 'worse'} than {a} on {what} by {size:.1f} "
             f"points [{ends[0]:.1f}, {ends[1]:.1f}]"
         )
-        if floor is None:
+        if floor is None or p.excess is None:
             return f"{text}; {NO_FLOOR}"
-        if p.beyond_noise:
-            return f"{text}, beyond the noise floor of {100 * floor:.1f} points"
-        return f"{text}, within the noise floor of {100 * floor:.1f} points: not beyond noise"
+        return f"{text}, {excess_words(p)}"
+
+
+def excess_words(p: PairedComparison) -> str:
+    """The floor's clause: beyond it only when the excess's interval lies above 0; the excess
+    over the floor with its interval either way (spec: "Paired comparison")."""
+    floor, excess = p.noise_floor or 0.0, p.excess
+    assert excess is not None
+    if p.beyond_noise:
+        return (
+            f"beyond the noise floor of {100 * floor:.1f} points by {100 * excess.value:.1f} "
+            f"points [{100 * excess.interval.low:.1f}, {100 * excess.interval.high:.1f}]"
+        )
+    return (
+        f"not beyond the noise floor of {100 * floor:.1f} points: excess "
+        f"{100 * excess.value:+.1f} points [{100 * excess.interval.low:+.1f}, "
+        f"{100 * excess.interval.high:+.1f}], an interval that does not lie above 0"
+    )
 
 
 def all_pass_score(record: AnswerRecord) -> float | None:
@@ -173,6 +188,10 @@ class PairedAnswers:
     cases: list[PairedCase]
     first: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]]
     excluded: list[tuple[str, str]]
+    # every paired repeat's two answers, in the order of the case's scores
+    repeats: dict[tuple[str, str], list[tuple[AnswerRecord, AnswerRecord]]] = field(
+        default_factory=dict
+    )
 
 
 def pair_answers(
@@ -185,6 +204,7 @@ def pair_answers(
     left out of the case, and a case with none left is excluded."""
     paired: list[PairedCase] = []
     first: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]] = {}
+    repeats: dict[tuple[str, str], list[tuple[AnswerRecord, AnswerRecord]]] = {}
     excluded = []
     for task, case in cases:
         theirs, mine = a.get((task, case), {}), b.get((task, case), {})
@@ -196,11 +216,12 @@ def pair_answers(
                 a_scores.append(score_a)
                 b_scores.append(score_b)
                 first.setdefault((task, case), (theirs[repeat], mine[repeat]))
+                repeats.setdefault((task, case), []).append((theirs[repeat], mine[repeat]))
         if not a_scores:
             excluded.append((task, case))
             continue
         paired.append(PairedCase(task, case, tuple(a_scores), tuple(b_scores)))
-    return PairedAnswers(paired, first, excluded)
+    return PairedAnswers(paired, first, excluded, repeats)
 
 
 def compare_answers(
@@ -228,18 +249,26 @@ def compare_answers(
         metric=metric,
         comparison=comparison,
         excluded=len(paired.excluded),
-        worse=_examples(comparison.worse[:examples], paired.first, shown),
-        better=_examples(comparison.better[:examples], paired.first, shown),
+        worse=_examples(comparison.worse[:examples], paired, shown),
+        better=_examples(comparison.better[:examples], paired, shown),
     )
 
 
 def _examples(
-    chosen: Sequence[PairedCase],
-    first: dict[tuple[str, str], tuple[AnswerRecord, AnswerRecord]],
-    show: Callable[[AnswerRecord], Any],
+    chosen: Sequence[PairedCase], paired: PairedAnswers, show: Callable[[AnswerRecord], Any]
 ) -> list[Example]:
+    """Each case's answers of the repeat that changed the way the case did (B below A for a
+    worse case, above for a better one; the first such repeat): with repeats, the first
+    paired repeat may be one where nothing changed."""
     shown = []
     for case in chosen:
-        a, b = first[(case.stratum, case.case)]
+        key = (case.stratum, case.case)
+        pairs = paired.repeats.get(key) or [paired.first[key]]
+        moved = [
+            i
+            for i, (score_a, score_b) in enumerate(zip(case.a, case.b, strict=True))
+            if (score_b - score_a) * case.delta > 0
+        ]
+        a, b = pairs[moved[0]] if moved and moved[0] < len(pairs) else pairs[0]
         shown.append(Example(case.stratum, case.case, show(a), show(b)))
     return shown

@@ -49,6 +49,13 @@ class CompareTool(ToolBase):
                 "default every model both runs have"
             ),
         ] = None,
+        allow_other_suite: Annotated[
+            bool,
+            Field(
+                description="pair runs of two different suites by their task and case ids "
+                "(refused otherwise)"
+            ),
+        ] = False,
     ) -> Comparison | Refusal:
         """What changed from run_a to run_b (run ids, run folders or report.json paths):
         cost, latency, calibration, win-rate movements (same suite) or task changes, and each
@@ -66,7 +73,7 @@ class CompareTool(ToolBase):
         except EvalmineError as exc:
             return refusal("not_found", str(exc))
         try:
-            cases = cases_between(before, after, models or ())
+            cases = cases_between(before, after, models or (), allow_other_suite)
         except EvalmineError as exc:
             return refusal("bad_request", str(exc))
         return Comparison(
