@@ -12,7 +12,16 @@ from typing import Any
 from ..adapters.builtin import default_registry
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
-from ..options import cache_path, check_values, evalmine_home, project_folders, record_mode
+from ..options import (
+    Shard,
+    cache_path,
+    check_values,
+    evalmine_home,
+    project_folders,
+    record_mode,
+    run_name_from,
+    shard_from,
+)
 from ..run.batch import BatchSession, parse_batch
 from ..run.endpoints import Endpoint, base_urls_from, from_suite, parse_option
 from ..run.prices import PriceTable, load_prices
@@ -66,6 +75,29 @@ class Foundations:
     @property
     def home(self) -> Path:
         return evalmine_home(self.rootdir)
+
+    @property
+    def run_name(self) -> str | None:
+        """``--evalmine-run-name`` (checked at start-up)."""
+        try:
+            return run_name_from(self.settings.values.get("run_name"))
+        except ValueError as exc:
+            raise EvalmineError(str(exc)) from None
+
+    @property
+    def shard(self) -> Shard | None:
+        """``--evalmine-shard`` as K of N (``auto/N`` read from the environment), or None."""
+        try:
+            return shard_from(self.settings.values.get("shard"), self.run_name)
+        except ValueError as exc:
+            raise EvalmineError(str(exc)) from None
+
+    @property
+    def budget_token(self) -> str:
+        """The scope the cost cap holds over: this run's token (its xdist workers share it),
+        or, for the shards of a named run, the run name, so every shard reserves against one
+        cap in a shared store (spec "Shards")."""
+        return f"run:{self.run_name}" if self.shard is not None else self.run_token
 
     @property
     def store(self) -> Store:
