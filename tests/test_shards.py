@@ -409,3 +409,23 @@ def test_a_merged_run_with_a_failing_item_exits_as_the_single_run(
     whole = merged(project, "sharded", "shardy")
     (alone,) = reports(project, "single", "shardy")
     assert len(whole["regressions"]["failed"]) == len(alone["regressions"]["failed"]) == 8
+
+
+def test_the_merge_run_tool_over_stdio_and_its_refusal(project: Path, tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    from .test_mcp_server import call, over_stdio
+
+    home = tmp_path / "home"
+    suite = "examples/shardy.eval.yaml"
+    run_pytest(project, home, suite, "--evalmine-shard=1/2", "--evalmine-run-name=m")
+    refused = call(project, "merge_run", name="m")
+    assert (refused["status"], refused["code"]) == ("refused", "merge_refused")
+    assert "missing shard(s) 2/2" in refused["reason"]
+    assert call(project, "merge_run", name="not a name")["code"] == "bad_request"
+    run_pytest(project, home, suite, "--evalmine-shard=2/2", "--evalmine-run-name=m")
+    tools, (result,) = over_stdio(project, [("merge_run", {"name": "m"})])
+    assert "merge_run" in {tool.name for tool in tools}
+    assert (result["status"], result["exit_code"]) == ("completed", 0)
+    (view,) = result["runs"]
+    assert view["run"]["items"] == 24 and len(result["merged_from"]) == 2
+    assert view["run"]["run_id"] == merged(project, "reports", "shardy")["run_id"]
