@@ -429,3 +429,121 @@ def test_the_merge_run_tool_over_stdio_and_its_refusal(project: Path, tmp_path: 
     (view,) = result["runs"]
     assert view["run"]["items"] == 24 and len(result["merged_from"]) == 2
     assert view["run"]["run_id"] == merged(project, "reports", "shardy")["run_id"]
+
+
+# the examples of docs/guide/team-scale.md ---------------------------------------------------
+SHARD_EXAMPLES = (
+    EXAMPLES / "ci" / "github-actions-shards.yml",
+    EXAMPLES / "k8s" / "indexed-job.yaml",
+)
+# Options another branch of issue 30 adds (the PostgreSQL store): accepted by name until the
+# option table has them, then parsed like every other.
+OPTIONS_FROM_OTHER_BRANCHES = {"store"}
+
+
+def command_lines(value: Any) -> list[list[str]]:
+    """Every `pytest` or `evalmine` command of a parsed YAML document, as words: a string
+    (a workflow step's `run`) or a list (a container's `command`), `${{ ... }}` as `1`."""
+    import shlex
+
+    found: list[list[str]] = []
+    if isinstance(value, dict):
+        for inner in value.values():
+            found += command_lines(inner)
+    elif isinstance(value, list):
+        if value and value[0] in ("pytest", "evalmine"):
+            found.append([re.sub(r"\$\{\{[^}]*\}\}", "1", str(word)) for word in value])
+        else:
+            for inner in value:
+                found += command_lines(inner)
+    elif isinstance(value, str):
+        for line in value.replace("\\\n", " ").splitlines():
+            words = shlex.split(re.sub(r"\$\{\{[^}]*\}\}", "1", line), comments=True)
+            if len(words) > 1 and words[0] in ("pytest", "evalmine"):  # not a user's name
+                found.append(words)
+    return found
+
+
+def check_pytest_flags(words: list[str]) -> list[str]:
+    """The evalmine flags of a pytest command line, each parsed by the real option table."""
+    from pytest_evalmine.options import OPTIONS
+
+    by_name = {option.name: option for option in OPTIONS if option.cli}
+    values: dict[str, str] = {}
+    checked = []
+    for word in words[1:]:
+        if not word.startswith("--evalmine-"):
+            continue
+        flag, _, value = word.partition("=")
+        name = flag.removeprefix("--evalmine-").replace("-", "_")
+        if name not in by_name:
+            assert name in OPTIONS_FROM_OTHER_BRANCHES, f"{flag}: no such option"
+            continue
+        option = by_name[name]
+        assert (option.kind == "bool") == (value == ""), f"{word}: a value where none goes"
+        option.parse(value or True)
+        values[name] = value
+        checked.append(flag)
+    if "shard" in values:
+        shard_from(values["shard"], run_name_from(values.get("run_name")), {SHARD_INDEX_ENV: "0"})
+    return checked
+
+
+@pytest.mark.parametrize("path", SHARD_EXAMPLES, ids=lambda p: p.name)
+def test_the_examples_commands_are_ones_the_tool_accepts(path: Path) -> None:
+    import yaml
+
+    from pytest_evalmine.commands.cli import build_parser
+
+    commands = command_lines(yaml.safe_load(path.read_text("utf-8")))
+    pytests = [c for c in commands if c[0] == "pytest"]
+    assert pytests, f"{path.name}: no pytest command"
+    for words in pytests:
+        flags = check_pytest_flags(words)
+        assert {"--evalmine-run-name", "--evalmine-shard"} <= set(flags), words
+    for words in (c for c in commands if c[0] == "evalmine"):
+        args = build_parser().parse_args(words[1:])  # SystemExit(4) on a flag it lacks
+        assert args.command == "merge"
+
+
+def test_the_workflow_has_a_shard_matrix_a_postgres_service_and_a_merge_job() -> None:
+    import yaml
+
+    workflow = yaml.safe_load(SHARD_EXAMPLES[0].read_text("utf-8"))
+    shard, merge = workflow["jobs"]["shard"], workflow["jobs"]["merge"]
+    assert shard["strategy"]["matrix"]["shard"] == [1, 2, 3]
+    assert shard["services"]["postgres"]["image"].startswith("postgres")
+    (run,) = [c for c in command_lines(shard) if c[0] == "pytest"]
+    assert "--evalmine-shard=1/3" in run and any(
+        w.startswith("--evalmine-store=postgresql://") for w in run
+    )
+    assert any("upload-artifact" in step.get("uses", "") for step in shard["steps"])
+    assert merge["needs"] == "shard"
+    assert any("download-artifact" in step.get("uses", "") for step in merge["steps"])
+    merging = [step for step in merge["steps"] if "evalmine merge" in step.get("run", "")]
+    assert merging and not merging[0].get("continue-on-error"), "its exit code is the workflow's"
+    job = yaml.safe_load(SHARD_EXAMPLES[1].read_text("utf-8"))
+    assert job["kind"] == "Job" and job["spec"]["completionMode"] == "Indexed"
+    (command,) = command_lines(job)
+    assert f"--evalmine-shard=auto/{job['spec']['completions']}" in command
+
+
+def test_a_command_with_an_unknown_flag_is_caught() -> None:
+    with pytest.raises(AssertionError, match="no such option"):
+        check_pytest_flags(["pytest", "--evalmine-shards=1/3"])
+    with pytest.raises(ValueError, match="between 1 and 3"):
+        check_pytest_flags(["pytest", "--evalmine-run-name=n", "--evalmine-shard=4/3"])
+    from pytest_evalmine.commands.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["merge", "n", "--no-such-flag"])
+
+
+def test_the_yaml_under_examples_ci_and_k8s_is_not_collected(pytester: pytest.Pytester) -> None:
+    shutil.copytree(EXAMPLES, pytester.path / "examples")
+    result = pytester.runpytest("examples", "--collect-only", "-q", "-p", "no:cacheprovider")
+    assert result.ret == 0
+    collected = [line for line in result.outlines if "::" in line]
+    assert collected and all(
+        line.startswith("examples/support-desk.eval.yaml") for line in collected
+    )
