@@ -10,6 +10,7 @@ REGRESSION_FAILED = 14  # a case of a regression task did not pass for some mode
 RELEASE_GATE_INVESTIGATE = 15  # the release gate says Investigate
 REPLAY_MISSED = 16  # --evalmine-record=none needed an answer or verdict the cache lacks
 BATCH_PENDING = 17  # --evalmine-batch-wait ended with calls still in a provider batch
+MERGE_REFUSED = 18  # evalmine merge: a shard's partial run is missing, or two disagree
 
 # What each code means, in the words the terminal's last line, the CLI and the MCP server use.
 MEANINGS = {
@@ -28,6 +29,7 @@ MEANINGS = {
     REPLAY_MISSED: "replay miss: --evalmine-record=none needed calls the cache does not hold",
     RELEASE_GATE_INVESTIGATE: "release gate: Investigate",
     BATCH_PENDING: "calls still in a provider batch: the report is partial; rerun to collect them",
+    MERGE_REFUSED: "merge refused: a shard's partial run is missing, or two partial runs disagree",
 }
 
 

@@ -24,6 +24,11 @@ DEFAULT_INDIFFERENCE_POINTS = 1.0
 DEFAULT_MINOR_REGRESSION_POINTS = 2.0
 CAP_ENV = "EVALMINE_MAX_COST"
 HOME_ENV = "EVALMINE_HOME"
+# Kubernetes Indexed Jobs give each pod its 0-based index here (``--evalmine-shard=auto/N``).
+SHARD_INDEX_ENV = "JOB_COMPLETION_INDEX"
+# A run name is a folder-safe, URL-safe slug: it names the run on every machine and in
+# ``evalmine merge NAME``; ``~`` stays free for the tool's own suffixes (``NAME~2``).
+RUN_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,73 @@ class Option:
             number, source, integer=True, minimum=self.minimum, maximum=self.maximum
         )
         return Width(int(limit), fixed)
+
+
+@dataclass(frozen=True)
+class Shard:
+    """``--evalmine-shard=K/N``: this process runs the K-th (1-based) of N slices."""
+
+    index: int
+    count: int
+
+    def to_dict(self) -> dict[str, int]:
+        return {"index": self.index, "count": self.count}
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def run_name_from(raw: str | None) -> str | None:
+    """``--evalmine-run-name``: None, or a slug (``ValueError`` naming the option otherwise)."""
+    if raw is None:
+        return None
+    if not RUN_NAME_PATTERN.fullmatch(raw):
+        raise ValueError(
+            f"--evalmine-run-name: {raw!r} is not a run name: 1 to 64 letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit (e.g. nightly-2024-06-01)"
+        )
+    return raw
+
+
+def shard_from(spec: str | None, run_name: str | None, environ: Any = os.environ) -> Shard | None:
+    """``--evalmine-shard``: ``K/N`` (1 <= K <= N) or ``auto/N``, K from the 0-based
+    ``JOB_COMPLETION_INDEX`` plus one; None without the option. ``ValueError`` naming the
+    option for anything else, and for a shard without ``--evalmine-run-name`` (its partial
+    run could never be merged)."""
+    if spec is None:
+        return None
+    text = spec.strip()
+    given, sep, total = text.partition("/")
+    if not sep or not total.strip().isdecimal():
+        raise ValueError(f"--evalmine-shard: {text!r} is not K/N or auto/N (whole numbers)")
+    count = int(total)
+    if count < 1:
+        raise ValueError(f"--evalmine-shard: {text!r}: N must be at least 1")
+    if given.strip() == "auto":
+        raw = environ.get(SHARD_INDEX_ENV)
+        if raw is None or not raw.strip():
+            raise ValueError(
+                f"--evalmine-shard={text}: auto needs {SHARD_INDEX_ENV} (set by a Kubernetes "
+                "Indexed Job); give K/N elsewhere"
+            )
+        if not raw.strip().isdecimal():
+            raise ValueError(f"{SHARD_INDEX_ENV}={raw!r} is not a whole number")
+        index = int(raw) + 1
+        where = f" ({SHARD_INDEX_ENV}={raw.strip()})"
+    elif given.strip().isdecimal():
+        index, where = int(given), ""
+    else:
+        raise ValueError(f"--evalmine-shard: {text!r} is not K/N or auto/N (whole numbers)")
+    if not 1 <= index <= count:
+        raise ValueError(
+            f"--evalmine-shard={text}{where}: shard {index} is not between 1 and {count}"
+        )
+    if run_name is None:
+        raise ValueError(
+            f"--evalmine-shard={text}: a shard needs --evalmine-run-name=NAME (the same on "
+            "every shard), so that `evalmine merge NAME` can find its partial runs"
+        )
+    return Shard(index, count)
 
 
 # ``fixed:N``: N calls at once, never adapted (as an endpoint's ``concurrency: fixed:N``).
@@ -284,7 +356,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "run_name",
-        "a name for this run; the latest run of a name is NAME, earlier ones NAME~1, NAME~2",
+        "a name for this run; the latest run of a name is NAME, earlier ones NAME~1, NAME~2; "
+        "the same on every shard, so `evalmine merge NAME` builds one run from their partial runs",
         metavar="NAME",
     ),
     Option(
@@ -331,6 +404,12 @@ OPTIONS: tuple[Option, ...] = (
         "every machine of a team (env EVALMINE_STORE; default: the SQLite file under "
         "EVALMINE_HOME)",
         metavar="URL",
+    ),
+    Option(
+        "shard",
+        f"run the K-th of N slices of the selected items (by a stable hash of suite, task "
+        f"and case); auto/N reads K-1 from {SHARD_INDEX_ENV}; needs --evalmine-run-name",
+        metavar="K/N|auto/N",
     ),
     Option("glob", "file name pattern of suite files (ini only)", default="*.eval.yaml", cli=False),
     Option(
@@ -422,22 +501,7 @@ def check_values(values: dict[str, Any]) -> None:
         gate_from_spec(values["gate"])
     if values.get("models"):
         check_models_option(values["models"])
-    if values.get("run_name"):
-        check_run_name(values["run_name"])
-
-
-# A run name is typed in shells and read back after '~' (NAME~1): no space, '~' or '/'.
-RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-def check_run_name(name: str) -> str:
-    """``name`` when it is a run name (``--evalmine-run-name``), else ``ValueError``."""
-    if not RUN_NAME.fullmatch(name):
-        raise ValueError(
-            f"--evalmine-run-name: {name!r} is not a run name: up to 64 letters, digits, "
-            "'.', '_' or '-', starting with a letter or digit (e.g. llama, rc-2)"
-        )
-    return name
+    shard_from(values.get("shard"), run_name_from(values.get("run_name")))
 
 
 def check_models_option(text: str) -> None:

@@ -207,6 +207,7 @@ def test_every_subcommand_has_complete_help() -> None:
         "compare",
         "plan",
         "batches",
+        "merge",
     }
     for name, sub in subparsers.items():
         assert sub.description, name

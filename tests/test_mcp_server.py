@@ -27,7 +27,15 @@ anyio = pytest.importorskip("anyio")
 mcp = pytest.importorskip("mcp")
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-TOOLS = {"run_suite", "compare", "last_report", "list_suites", "list_runs", "show_run"}
+TOOLS = {
+    "run_suite",
+    "compare",
+    "last_report",
+    "list_suites",
+    "list_runs",
+    "show_run",
+    "merge_run",
+}
 # The fake never honours `pattern`: every answer fails this schema, so items fail.
 FAILING_SUITE = JUDGED_SUITE.replace(
     "category: {enum: [billing, bug, other]}", "category: {type: string, pattern: '^zzz$'}"
@@ -119,7 +127,7 @@ def two_runs(pytester: pytest.Pytester) -> Path:
     return pytester.path
 
 
-def test_the_six_tools_are_listed_with_output_schemas(root: Path) -> None:
+def test_the_tools_are_listed_with_output_schemas(root: Path) -> None:
     async def listing() -> Any:
         async with mcp.Client(build_server(Limits(root=root))) as client:
             return await client.list_tools()

@@ -42,8 +42,8 @@ def build_parser() -> Parser:
         "read stored runs, re-render and compare reports. Run a suite with pytest "
         "(pytest SUITE --evalmine-models=...).",
         epilog="Exit codes: 0 ok; 2 a suite does not load; 4 usage error, or no such run or "
-        "suite file; "
-        "10 a model has no price (a run would be refused before spending).",
+        "suite file; 10 a model has no price (a run would be refused before spending); merge: "
+        "a pytest run's code, or 18 (a shard missing, or partials that disagree).",
     )
     parser.add_argument("--version", action="version", version=f"pytest-evalmine {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -150,6 +150,20 @@ def build_parser() -> Parser:
     add_options(plan.add_argument, None, names=("models", "baseline", "repeat"), prefix="--")
     report_dir(plan)
     add_plan_options(plan)
+
+    merge = command(
+        "merge",
+        "build the one run of run NAME from the partial runs its shards wrote "
+        "(--evalmine-run-name=NAME --evalmine-shard=K/N): its reports, the comparison with "
+        "the previous run, the release gate and a pytest run's exit code; exit 18 naming the "
+        "missing shards while one is absent, or what differs when two partials disagree",
+    )
+    merge.add_argument("name", metavar="NAME", help="the run name every shard was given")
+    add_options(merge.add_argument, None, names=("fail_under_calibration",), prefix="--")
+    merge.add_argument(
+        "--junitxml", metavar="PATH", type=Path, help="also write a JUnit XML file of the run"
+    )
+    report_dir(merge)
 
     batches = command(
         "batches",
@@ -534,6 +548,38 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_merge(args: argparse.Namespace) -> int:
+    from ..engine.merge import MergeRefused, merge_run, merged_exit_code
+    from ..engine.session import relative_to
+    from ..reports.junit import write_junit
+
+    try:
+        finished = merge_run(
+            args.name,
+            _report_root(args),
+            args.rootdir,
+            fail_under_calibration=bool(args.evalmine_fail_under_calibration),
+        )
+    except MergeRefused as exc:
+        return _fail(exc, exc.code)
+    for item in finished:
+        summary = item.summary
+        where = relative_to(item.run_dir, args.rootdir) if item.run_dir else "not written"
+        print(
+            f"merged run {args.name}, suite {summary.suite_name}: {len(summary.records)} items "
+            f"from {len(summary.merged_from or ())} shards, ${summary.spent_usd:.4f}: {where}"
+        )
+        if item.not_written:
+            print(f"evalmine: reports not written: {item.not_written}", file=sys.stderr)
+        if summary.latest_note:
+            print(summary.latest_note)
+    if args.junitxml is not None:
+        write_junit(args.junitxml, [item.summary for item in finished])
+    code = merged_exit_code(finished)
+    print(f"exit {code}: {exitcodes.meaning(code)}")
+    return code
+
+
 def cmd_batches(args: argparse.Namespace) -> int:
     import datetime as dt
 
@@ -640,6 +686,7 @@ COMMANDS = {
     "last": cmd_last,
     "report": cmd_report,
     "compare": cmd_compare,
+    "merge": cmd_merge,
 }
 
 

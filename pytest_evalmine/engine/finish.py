@@ -91,7 +91,10 @@ def finish_run(
     by_suite: dict[str, list[AnswerRecord]] = {}
     for record in session.all_records():
         by_suite.setdefault(record.suite_file, []).append(record)
+    for path in session.plan.shard_empty:  # this shard ran, with none of the suite's items
+        by_suite.setdefault(relative_to(path, session.rootdir), [])
     session.release_outcomes()
+    shard = session.base.shard
     finished = []
     for suite_file, records in sorted(by_suite.items()):
         suite = session.load(session.rootdir / suite_file)
@@ -109,7 +112,6 @@ def finish_run(
                 stopped = "interrupted (Ctrl-C) while judging"
         summary = summarize(
             run_id=session.run_id(suite),
-            run_name=session.settings.run_name,
             records=records,
             models=models,
             models_hash=models_hash(models),
@@ -149,39 +151,72 @@ def finish_run(
             batches=session.batches_used(),
             score_only=len(models) == 1 or not any(t.judge for t in suite.tasks),
             stopped=stopped,
+            run_name=session.base.run_name,
+            shard=shard.to_dict() if shard is not None else None,
         )
         held_back = _why_latest_stays(session, suite, summary)
-        summary = dataclasses.replace(summary, latest_note=held_back)
-        run_dir: Path | None = None
-        not_written = None
-        try:
-            report = summary.to_json()
-            if pytest_html is not None:  # relative: the pages open from file://
-                run_folder = report_root / summary.suite_name / summary.run_id
-                report["pytest_html"] = os.path.relpath(pytest_html, run_folder)
-            previous, unreadable = _previous_or_why_not(session, suite, report_root)
-            if unreadable:
-                notes = (summary.latest_note, unreadable)
-                summary = _replaced(summary, latest_note="; ".join(filter(None, notes)))
-            if previous is not None:
-                changes = compare_reports(report, previous, suite.mover_threshold)
-                changes["cases"], changes["cases_note"] = case_changes(
-                    report,
-                    summary.records,
-                    previous,
-                    report_root,
-                    session.rootdir,
-                    session.settings.compare,
-                )
-                summary = _replaced(summary, changes=changes)
-                report["changes"] = changes  # what summary.to_json() would give now, unbuilt
-            run_dir = write_run(summary, report_root, move_latest=held_back is None, report=report)
-            _write_recording(session, suite, records, headline, binary)
-        except Exception as exc:  # the summary is still shown, and the run fails (exit 3)
-            not_written = f"{type(exc).__name__}: {exc}"
-        fail = session.settings.fail_under_calibration or suite.judge.on_below_floor == "fail"
-        finished.append(FinishedSuite(summary, run_dir, fail, not_written))
+        finished.append(
+            write_suite_run(
+                dataclasses.replace(summary, latest_note=held_back),
+                mover_threshold=suite.mover_threshold,
+                report_root=report_root,
+                rootdir=session.rootdir,
+                compare=session.settings.compare,
+                move_latest=held_back is None,
+                fail_on_ineligible=session.settings.fail_under_calibration
+                or suite.judge.on_below_floor == "fail",
+                pytest_html=pytest_html,
+                then=lambda suite=suite, records=records, headline=headline, binary=binary: (
+                    _write_recording(session, suite, records, headline, binary)
+                ),
+            )
+        )
     return finished
+
+
+def write_suite_run(
+    summary: RunSummary,
+    *,
+    mover_threshold: float,
+    report_root: Path,
+    rootdir: Path,
+    compare: str | None,
+    move_latest: bool,
+    fail_on_ineligible: bool,
+    pytest_html: Path | None = None,
+    then: Callable[[], object] | None = None,
+) -> FinishedSuite:
+    """The end of one suite's run, for a pytest run and for ``evalmine merge`` alike: what
+    changed since the run it compares with (``compare``, else latest.json's), the run folder
+    written, latest.json moved when ``move_latest``, then ``then`` (the recording). A failure
+    to write is kept as ``not_written``: the summary is still shown, and the run fails
+    (exit 3)."""
+    run_dir: Path | None = None
+    not_written = None
+    try:
+        report = summary.to_json()
+        if pytest_html is not None:  # relative: the pages open from file://
+            run_folder = report_root / summary.suite_name / summary.run_id
+            report["pytest_html"] = os.path.relpath(pytest_html, run_folder)
+        previous, unreadable = _previous_or_why_not(
+            compare, summary.suite_name, report_root, rootdir
+        )
+        if unreadable:
+            notes = (summary.latest_note, unreadable)
+            summary = _replaced(summary, latest_note="; ".join(filter(None, notes)))
+        if previous is not None:
+            changes = compare_reports(report, previous, mover_threshold)
+            changes["cases"], changes["cases_note"] = case_changes(
+                report, summary.records, previous, report_root, rootdir, compare
+            )
+            summary = _replaced(summary, changes=changes)
+            report["changes"] = changes  # what summary.to_json() would give now, unbuilt
+        run_dir = write_run(summary, report_root, move_latest=move_latest, report=report)
+        if then is not None:
+            then()
+    except Exception as exc:  # the summary is still shown, and the run fails (exit 3)
+        not_written = f"{type(exc).__name__}: {exc}"
+    return FinishedSuite(summary, run_dir, fail_on_ineligible, not_written)
 
 
 def _replaced(summary: RunSummary, **changes: Any) -> RunSummary:
@@ -199,6 +234,12 @@ def _replaced(summary: RunSummary, **changes: Any) -> RunSummary:
 def _why_latest_stays(session: EvalSession, suite: Suite, summary: RunSummary) -> str | None:
     """Why this run must not become the one the next run compares with (a fragment), or
     None when it may. ``--evalmine-update-latest`` moves it anyway."""
+    shard = session.base.shard
+    if shard is not None:  # never the whole run, even with --evalmine-update-latest
+        return (
+            f"latest.json not moved: this run is shard {shard} of run {session.base.run_name}; "
+            f"`evalmine merge {session.base.run_name}` builds the whole run, which moves it"
+        )
     if session.settings.update_latest:
         return None
     if suite.path in session.subsets:
@@ -359,10 +400,16 @@ def previous_report(session: EvalSession, suite: Suite, report_root: Path) -> di
     """The report.json this run of ``suite`` is compared with, read: the one
     ``--evalmine-compare`` names (``EvalmineError`` when it names no readable run report of
     this suite: ``check_compare`` asks before any call), else what latest.json points at."""
-    reference = session.settings.compare
-    if not reference:
-        return _previous_or_why_not(session, suite, report_root)[0]
-    path = resolve_compare(reference, report_root, suite.name, session.rootdir)
+    return _previous_or_why_not(session.settings.compare, suite.name, report_root, session.rootdir)[
+        0
+    ]
+
+
+def _named_report(
+    reference: str, suite_name: str, report_root: Path, rootdir: Path
+) -> dict[str, Any]:
+    """The run report ``--evalmine-compare`` names (``EvalmineError`` when it is none)."""
+    path = resolve_compare(reference, report_root, suite_name, rootdir)
     try:
         report = load_report(path)
     except EvalmineError:  # not JSON, or unreadable
@@ -370,22 +417,22 @@ def previous_report(session: EvalSession, suite: Suite, report_root: Path) -> di
     if not _is_run_report(report):
         raise EvalmineError(f"--evalmine-compare={reference}: {path} is not a run's report.json")
     theirs = report["suite"].get("name") if report else None
-    if theirs != suite.name:
-        raise EvalmineError(other_suite(reference, theirs, suite.name))
-    return report
+    if theirs != suite_name:
+        raise EvalmineError(other_suite(reference, theirs, suite_name))
+    return report  # type: ignore[return-value]
 
 
 def _previous_or_why_not(
-    session: EvalSession, suite: Suite, report_root: Path
+    compare: str | None, suite_name: str, report_root: Path, rootdir: Path
 ) -> tuple[dict[str, Any] | None, str | None]:
     """The report this run compares with, or why there is none to compare with. A previous run
     that latest.json names but that cannot be read (a crash mid-write, a hand edit) is not
     this run's failure: it is said and skipped, and this run becomes the latest, so one broken
-    file never fails every later run. A run named by ``--evalmine-compare`` was checked
-    before any call."""
-    if session.settings.compare:
-        return previous_report(session, suite, report_root), None
-    path = find_previous(report_root, suite.name)
+    file never fails every later run. A run named by ``--evalmine-compare`` (``compare``) was
+    checked before any call."""
+    if compare:
+        return _named_report(compare, suite_name, report_root, rootdir), None
+    path = find_previous(report_root, suite_name)
     if path is None:
         return None, None
     try:

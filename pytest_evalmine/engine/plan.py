@@ -101,6 +101,9 @@ class RunPlan:
     cap_warning: str | None = None
     # Suite files whose items were not all selected (-k, -m, --lf, --deselect, node ids).
     subsets: set[Path] = field(default_factory=set)
+    # Suites of which --evalmine-shard left this shard no item: each still gets its (empty)
+    # partial run, so ``evalmine merge`` sees that this shard ran.
+    shard_empty: set[Path] = field(default_factory=set)
 
     def add_user_checks(self, checks: dict[str, Any]) -> None:
         """Checks from conftest hooks, by name. A name of a built-in or reserved check, or

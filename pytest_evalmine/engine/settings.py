@@ -12,13 +12,23 @@ from typing import Any
 from ..adapters.builtin import default_registry
 from ..adapters.registry import AdapterRegistry
 from ..errors import EvalmineError
-from ..options import cache_path, check_values, evalmine_home, project_folders, record_mode
+from ..options import (
+    Shard,
+    cache_path,
+    check_values,
+    evalmine_home,
+    project_folders,
+    record_mode,
+    run_name_from,
+    shard_from,
+)
 from ..run.batch import BatchSession, parse_batch
 from ..run.endpoints import Endpoint, base_urls_from, from_suite, parse_option
 from ..run.prices import PriceTable, load_prices
 from ..run.runtoken import new_run_token
 from ..run.store import StoreBackend
 from ..run.store.location import open_store, store_location
+from ..suite.canonical import sha256_hex
 from ..suite.loader import Suite
 
 
@@ -69,6 +79,42 @@ class Foundations:
         return evalmine_home(self.rootdir)
 
     @property
+    def run_name(self) -> str | None:
+        """``--evalmine-run-name`` (checked at start-up)."""
+        try:
+            return run_name_from(self.settings.values.get("run_name"))
+        except ValueError as exc:
+            raise EvalmineError(str(exc)) from None
+
+    @property
+    def shard(self) -> Shard | None:
+        """``--evalmine-shard`` as K of N (``auto/N`` read from the environment), or None."""
+        try:
+            return shard_from(self.settings.values.get("shard"), self.run_name)
+        except ValueError as exc:
+            raise EvalmineError(str(exc)) from None
+
+    @property
+    def budget_token(self) -> str:
+        """What the run's cap holds for (spec "Prices and the budget", budget scope): every
+        process reserving under it shares the cap. The run token (one pytest session and its
+        xdist workers), or for the shards of a named run the name with what the run is (its
+        suites' hashes, the models option, the shard count), so every shard of one run, and
+        the rerun of a killed shard, reserve against one cap in a shared store, while a later
+        run of the name over changed suites or models starts a cap of its own (spec
+        "Shards"). Read after collection, once the suites are loaded."""
+        shard = self.shard
+        if shard is None:
+            return self.run_token
+        what = [
+            self.run_name,
+            sorted(suite.hash for suite in self.suites.values()),
+            self.settings.values.get("models"),
+            shard.count,
+        ]
+        return f"run:{self.run_name}:{sha256_hex(what)[:16]}"
+
+    @property
     def store(self) -> StoreBackend:
         """The run's store: ``--evalmine-store`` (or ``EVALMINE_STORE``), else the SQLite file
         under the home folder; opened on first use (``EvalmineError`` when it cannot be)."""
@@ -76,13 +122,6 @@ class Foundations:
             location = store_location(self.settings.values.get("store"))
             self._store = open_store(location, cache_path(self.rootdir))
         return self._store
-
-    @property
-    def budget_token(self) -> str:
-        """What the run's cap holds for (spec "Prices and the budget", budget scope): every
-        process reserving under it shares the cap. The run token: one pytest session and its
-        xdist workers."""
-        return self.run_token
 
     @property
     def prices(self) -> PriceTable:

@@ -224,14 +224,14 @@ def rerender(run: StoredRun, rootdir: Path) -> list[Path]:
     return [target, page]
 
 
-def _run_suite(run: StoredRun, report: dict[str, Any], rootdir: Path) -> Suite:
+def suite_of_run(run_id: str, report: dict[str, Any], rootdir: Path) -> Suite:
     """The run's suite file, refused when it no longer has the run's hash (its labels would
     give another calibration)."""
     suite_file = rootdir / report["suite"]["file"]
     suite = load_suite(suite_file, shown=report["suite"]["file"], roots=project_folders(rootdir))
     if suite.hash != report["suite"]["hash"]:
         raise EvalmineError(
-            f"{report['suite']['file']}: the suite changed since run {run.run_id} "
+            f"{report['suite']['file']}: the suite changed since run {run_id} "
             f"(sha256 {suite.hash[:12]}, the run cites {report['suite']['hash'][:12]}): "
             "its labels cannot re-create that run's calibration"
         )
@@ -239,61 +239,98 @@ def _run_suite(run: StoredRun, report: dict[str, Any], rootdir: Path) -> Suite:
 
 
 def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
+    """A stored run's summary again, from its files (``evalmine report``)."""
     report = run.report()
+    return summary_from_stored(
+        report,
+        run.records(),
+        run.pairs() if report.get("headline") is not None else [],
+        run.verdicts() if report.get("binary_judges") is not None else [],
+        rootdir,
+    )
+
+
+def summary_from_stored(
+    report: dict[str, Any],
+    records: list[AnswerRecord],
+    pairs: list[Pair],
+    verdicts: list[CriterionVerdict],
+    rootdir: Path,
+    **replacing: Any,
+) -> RunSummary:
+    """The summary of answers, judge pairs and verdicts read from run folders, with the
+    settings of ``report`` (a run's report.json), every figure recomputed from them: one
+    stored run's again (``stored_summary``), or the union of a named run's shards
+    (``engine.merge``), which ``replacing`` gives its own run id, estimate and sources."""
     headline = binary = None
     stored_headline = report.get("headline")
     stored_binary = report.get("binary_judges")
     suite = (
-        _run_suite(run, report, rootdir)
+        suite_of_run(replacing.get("run_id", report["run_id"]), report, rootdir)
         if stored_headline is not None or stored_binary is not None
         else None
     )
     if stored_binary is not None and suite is not None:
         binary = binary_from_verdicts(
-            suite, run.verdicts(), report["models"], stored_binary["judge"]["model"]
+            suite, verdicts, report["models"], stored_binary["judge"]["model"]
         )
     if stored_headline is not None and suite is not None:
         headline = headline_from_pairs(
             suite,
-            run.pairs(),
+            pairs,
             report["models"],
             stored_headline["judge"]["model"],
             gate_on=stored_headline["calibration"]["gate_on"],
         )
     cost = report["cost"]
-    return summarize(
-        run_id=report["run_id"],
-        run_name=report.get("run_name"),
-        records=run.records(),
-        models=report["models"],
-        models_hash=report["models_hash"],
-        suite_name=report["suite"]["name"],
-        suite_file=report["suite"]["file"],
-        suite_hash=report["suite"]["hash"],
-        cap_usd=cost["cap_usd"],
-        cap_source=cost["cap_source"],
-        estimate_usd=cost["estimate_usd"],
-        record_mode=report["record_mode"],
-        adapter_routing=report["adapter_routing"],
-        prices_pinned=cost["prices_pinned"],
-        command=report["command"],
-        task_hashes=report["suite"].get("task_hashes", {}),
-        task_content=report["suite"].get("task_content", {}),
-        model_builds=report.get("model_builds", {}),
-        label_counts=report["suite"].get("label_counts", {}),
-        headline=headline,
-        judge_note=report.get("judge_note"),
-        binary=binary,
-        binary_note=report.get("binary_judges_note"),
-        changes=report.get("changes"),
-        gate_config=_gate_config(report.get("gate")),
-        regression_tasks=tuple(report.get("regressions", {}).get("tasks", ())),
-        scored_tasks=tuple(report.get("scored_tasks", ())),
-        repeats=int(report.get("repeats", 1)),
-        concurrency=report.get("concurrency", {}),
-        batches=report.get("batches"),
-        score_only=bool(report.get("score_only", False)),
-    )
+    context: dict[str, Any] = {
+        "run_id": report["run_id"],
+        "records": records,
+        "models": report["models"],
+        "models_hash": report["models_hash"],
+        "suite_name": report["suite"]["name"],
+        "suite_file": report["suite"]["file"],
+        "suite_hash": report["suite"]["hash"],
+        "cap_usd": cost["cap_usd"],
+        "cap_source": cost["cap_source"],
+        "estimate_usd": cost["estimate_usd"],
+        "worst_case_usd": cost.get("worst_case_usd"),
+        "record_mode": report["record_mode"],
+        "adapter_routing": report["adapter_routing"],
+        "prices_pinned": cost["prices_pinned"],
+        "command": report["command"],
+        "task_hashes": report["suite"].get("task_hashes", {}),
+        "task_content": report["suite"].get("task_content", {}),
+        "model_builds": report.get("model_builds", {}),
+        "label_counts": report["suite"].get("label_counts", {}),
+        "headline": headline,
+        "judge_note": report.get("judge_note"),
+        "binary": binary,
+        "binary_note": report.get("binary_judges_note"),
+        "changes": report.get("changes"),
+        "gate_config": _gate_config(report.get("gate")),
+        "regression_tasks": tuple(report.get("regressions", {}).get("tasks", ())),
+        "scored_tasks": tuple(report.get("scored_tasks", ())),
+        "repeats": int(report.get("repeats", 1)),
+        "concurrency": report.get("concurrency", {}),
+        "latency_widths": stored_latency_widths(report),
+        "batches": report.get("batches"),
+        "score_only": bool(report.get("score_only", False)),
+        "latest_note": report.get("latest_note"),
+        "run_name": report.get("run_name"),
+        "shard": report.get("shard"),
+        "merged_from": report.get("merged_from"),
+    }
+    return summarize(**(context | replacing))
+
+
+def stored_latency_widths(report: dict[str, Any]) -> dict[str, int]:
+    """The widths the scorecard's latencies were taken within, per model, as stored."""
+    return {
+        row["model"]: row["latency_width"]
+        for row in report.get("scorecard", ())
+        if row.get("latency_width") is not None
+    }
 
 
 # digests: what an agent (MCP) or the `evalmine runs` listing is told about a run -------------

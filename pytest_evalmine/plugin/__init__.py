@@ -25,6 +25,7 @@ from .preload import PRELOAD_KEY, SessionFinishPreload, preloaded_modules
 from .preload import PRELOAD_NUMPY_MAX_ITEMS as PRELOAD_NUMPY_MAX_ITEMS
 from .progress import PROGRESS_EVERY_S as PROGRESS_EVERY_S
 from .progress import interrupt_printer, progress_printer, say, stop_watching, watch_workers
+from .sharding import SHARD_EMPTY_KEY, empty_suites, nothing_left, sharding
 from .startup import check_options, compare_problem
 from .stash import (
     EXIT_KEY,
@@ -116,6 +117,18 @@ def _named_on_command_line(file_path: Path, config: pytest.Config) -> bool:
         if (base / arg.split("::", 1)[0]).resolve() == file_path.resolve():
             return True
     return False
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    """Called after collection, last of the selections (-k, -m, --lf): with
+    ``--evalmine-shard``, only this shard's slice of the items stays selected."""
+    if sharding(config):
+        from .sharding import keep_shard
+
+        keep_shard(config, items)
 
 
 # fixtures ---------------------------------------------------------------------------------
@@ -364,6 +377,9 @@ class Reporter:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         """xdist controller, when a worker finishes: the answers it dispatched for items no
         worker reported (-x, Ctrl-C), so the report counts every call."""
+        empty = getattr(node, "workeroutput", {}).get(SHARD_EMPTY_KEY)
+        if empty:
+            eval_session(self.config).plan.shard_empty.update(Path(path) for path in empty)
         data = getattr(node, "workeroutput", {}).get(UNREPORTED_KEY)
         if data:
             from ..run.records import AnswerRecord
@@ -383,9 +399,13 @@ class Reporter:
             config.workeroutput[UNREPORTED_KEY] = [
                 record.to_dict() for record in eval_session(config).unreported_records()
             ]
+            config.workeroutput[SHARD_EMPTY_KEY] = empty_suites(config)
             eval_session(config).close()  # a worker's connections and cache file
             return
         from .sessionfinish import finish_session, settle_workers
+
+        if sharding(config) and nothing_left(session):
+            session.exitstatus = pytest.ExitCode.OK
 
         settle_workers(config, session)  # xdist: the workers stopped, their calls counted
         stop_watching(config)

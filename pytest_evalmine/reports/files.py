@@ -172,6 +172,19 @@ def render_markdown(summary: RunSummary) -> str:
             f"> **PARTIAL RUN**: {summary.partial_reason}. Numbers below cover only what ran.",
             "",
         ]
+    if summary.shard is not None:
+        lines += [
+            f"> **SHARD {summary.shard['index']} OF {summary.shard['count']}** of run "
+            f"`{summary.run_name}`: a partial run of this shard's items only; "
+            f"`evalmine merge {summary.run_name}` builds the whole run once every shard ran.",
+            "",
+        ]
+    if summary.merged_from:
+        lines += [
+            f"Run `{summary.run_name}`, merged from {len(summary.merged_from)} shards: "
+            f"{', '.join(f'`{run_id}`' for run_id in summary.merged_from)}.",
+            "",
+        ]
     if summary.redactions:
         lines += [
             f"> **{summary.redactions} API key(s) redacted**: a provider sent back a key this "

@@ -3,9 +3,12 @@ of the whole run (calibration, each win rate with its flag), as name/value strin
 
 from __future__ import annotations
 
-from ..run.records import AnswerRecord
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..run.records import PASSED, AnswerRecord
 from .sections import flagged
-from .summary import RunSummary
+from .summary import RunSummary, failure_reason
 
 
 def item_properties(record: AnswerRecord) -> list[tuple[str, str]]:
@@ -42,3 +45,46 @@ def suite_properties(summary: RunSummary) -> list[tuple[str, str]]:
     ]
     rates = [(f"{prefix}win_rate.{rate.candidate}", flagged(rate)) for rate in headline.overall]
     return properties + rates
+
+
+def write_junit(path: Path, summaries: Sequence[RunSummary]) -> None:
+    """A JUnit XML file for a run pytest did not write one for (``evalmine merge``): one
+    test suite, a test case per item named as pytest names it, with the same item and run
+    properties as ``--junitxml``."""
+    from xml.etree import ElementTree
+
+    from .files import atomic_write
+
+    records = [(s, r) for s in summaries for r in s.records]
+    failed = sum(1 for _, r in records if r.outcome != PASSED)
+    root = ElementTree.Element("testsuites")
+    suite = ElementTree.SubElement(
+        root,
+        "testsuite",
+        name="evalmine",
+        tests=str(len(records)),
+        failures=str(failed),
+        errors="0",
+        skipped="0",
+    )
+    properties = ElementTree.SubElement(suite, "properties")
+    for summary in summaries:
+        for name, value in suite_properties(summary):
+            ElementTree.SubElement(properties, "property", name=name, value=value)
+    for summary, record in records:
+        case = ElementTree.SubElement(
+            suite,
+            "testcase",
+            classname=f"{summary.suite_file}::{record.task}",
+            name=f"{record.case}[{record.shown_model}]",
+            time=f"{record.latency_s or 0.0:.3f}",
+        )
+        own = ElementTree.SubElement(case, "properties")
+        for name, value in item_properties(record):
+            ElementTree.SubElement(own, "property", name=name, value=value)
+        if record.outcome != PASSED:
+            ElementTree.SubElement(
+                case, "failure", message=f"{record.outcome}: {failure_reason(record)}"
+            )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, ElementTree.tostring(root, encoding="unicode", xml_declaration=True) + "\n")

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EvalmineError
-from ..options import RUN_NAME
+from ..options import RUN_NAME_PATTERN
 
-REFERENCE = re.compile(rf"({RUN_NAME.pattern})(?:~([0-9]{{1,4}}))?")
+REFERENCE = re.compile(rf"({RUN_NAME_PATTERN.pattern})(?:~([0-9]{{1,4}}))?")
 
 
 @dataclass(frozen=True)

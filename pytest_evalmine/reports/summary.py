@@ -88,8 +88,13 @@ class RunSummary:
     # The weights behind each model string where the adapter recorded them (an Ollama
     # model's digest): model -> {adapter, digest}; two builds of one model are told apart.
     model_builds: dict[str, dict[str, str]] = field(default_factory=dict)
-    # --evalmine-run-name: the name this run shares with others, read back as NAME or NAME~K.
+    # --evalmine-run-name: the name this run shares with others, read back as NAME or NAME~K
+    # (spec "Report files"), and the name every shard of a run shares (spec "Shards").
     run_name: str | None = None
+    # This run is shard K of N of its run name: {"index": K, "count": N}; None otherwise.
+    shard: dict[str, int] | None = None
+    # A run ``evalmine merge`` built: the run ids of the partial runs it was built from.
+    merged_from: list[str] | None = None
 
     @cached_property
     def ranking(self) -> dict[str, Any] | None:
@@ -322,6 +327,8 @@ class RunSummary:
             "tool": {"name": "pytest-evalmine", "version": __version__},
             "run_id": self.run_id,
             "run_name": self.run_name,
+            "shard": self.shard,
+            "merged_from": self.merged_from,
             "created_utc": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
             "suite": {
                 "name": self.suite_name,

@@ -14,7 +14,9 @@ from ...engine.stored import RunDigest
 @dataclass
 class Refusal:
     status: Literal["refused"]
-    code: str  # path_outside_root, over_ceiling, bad_request, suite_error, not_found,
+    code: (
+        str  # path_outside_root, over_ceiling, bad_request, suite_error, not_found, merge_refused,
+    )
     # refused_before_spending
     reason: str
 
@@ -120,6 +122,18 @@ class RunView:
     run: RunDigest
     paired: list[PairedDigest] = field(default_factory=list)
     gate: GateDigest = field(default_factory=no_gate)
+
+
+@dataclass
+class MergeResult:
+    """``merge_run``: the merged run of each suite, and the exit code a pytest run over the
+    same items would have had."""
+
+    status: Literal["completed", "failed"]
+    exit_code: int
+    exit_meaning: str
+    merged_from: list[str] = field(default_factory=list)  # the partial runs' ids
+    runs: list[RunView] = field(default_factory=list)
 
 
 @dataclass

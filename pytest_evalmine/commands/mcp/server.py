@@ -18,10 +18,11 @@ from ...errors import EvalmineError
 from .compare import CompareTool
 from .limits import Limits
 from .listing import ListingTools
+from .merge import MergeTool
 from .run_suite import RunSuiteTool
 
 
-class Tools(RunSuiteTool, CompareTool, ListingTools):
+class Tools(RunSuiteTool, CompareTool, ListingTools, MergeTool):
     """The tools' logic, one class per tool or group of tools, each in its own module.
     ``build_server`` registers the methods ``TOOL_NAMES`` names as MCP tools: a method's
     docstring is the tool's description, its annotations the input and output schemas.
@@ -31,7 +32,15 @@ class Tools(RunSuiteTool, CompareTool, ListingTools):
 
 
 # In the order the tool listing shows them.
-TOOL_NAMES = ("run_suite", "compare", "last_report", "list_suites", "list_runs", "show_run")
+TOOL_NAMES = (
+    "run_suite",
+    "compare",
+    "last_report",
+    "list_suites",
+    "list_runs",
+    "show_run",
+    "merge_run",
+)
 
 
 def build_server(limits: Limits) -> Any:
