@@ -623,6 +623,7 @@ def test_the_suites_index_lists_its_runs_newest_first_with_verdicts_cost_and_fla
         folder.mkdir(parents=True)
     first = report_doc(True)
     first.update(created_utc="2026-11-30T00:00:00Z", partial=True, partial_reason="cap reached")
+    first["run_name"] = "week 1"
     first["gate"] = {"verdict": "hold"}
     second = report_doc(False, candidate=HOSTILE)
     second.update(created_utc="2026-11-31T00:00:00Z", redactions=2)
@@ -639,10 +640,21 @@ def test_the_suites_index_lists_its_runs_newest_first_with_verdicts_cost_and_fla
     assert len(rows) == 3
     assert broken.name in rows[0] and "unreadable" in rows[0]
     assert f'<a href="{newer.name}/report.html">' in rows[1]
-    cells = [html_unescape(c) for c in re.findall(r"<td>(.*?)</td>", rows[1])]
-    assert cells[2] == f"fake/alpha, {HOSTILE}" and cells[3] == "UNCALIBRATED"
-    assert cells[5] == "$0.0100"
-    assert cells[6] == "latest; REGRESSIONS FAILED; 2 key(s) redacted"
-    cells = [html_unescape(c) for c in re.findall(r"<td>(.*?)</td>", rows[2])]
-    assert cells[0] == "2026-11-30T00:00:00Z" and cells[3] == "ELIGIBLE; gate hold"
-    assert cells[4] == "fake/alpha 2/2" and cells[6] == "PARTIAL (cap reached)"
+    cells = [
+        html_unescape(re.sub("<[^>]+>", "", c)) for c in re.findall(r"<td>(.*?)</td>", rows[1])
+    ]
+    assert cells[1] == "" and cells[2] == newer.name  # no run_name: blank
+    assert cells[3] == f"fake/alpha, {HOSTILE}" and cells[8] == "UNCALIBRATED"
+    assert cells[4] == "fake/alpha 100.0% (2/2)" and cells[5] == "0.10 (below_floor)"
+    assert cells[6] == f"{HOSTILE} 62.5%† UNCALIBRATED"
+    assert cells[7] == "$0.0100"
+    assert cells[9] == "latest; REGRESSIONS FAILED; 2 key(s) redacted"
+    assert cells[10] == "compare with the previous run"
+    assert f'href="#compare-{newer.name}"' in rows[1] and f'id="compare-{newer.name}"' in page
+    cells = [
+        html_unescape(re.sub("<[^>]+>", "", c)) for c in re.findall(r"<td>(.*?)</td>", rows[2])
+    ]
+    assert cells[0] == "2026-11-30T00:00:00Z" and cells[8] == "ELIGIBLE; gate hold"
+    assert cells[1] == "week 1"
+    assert cells[6] == "fake/beta 62.5%" and cells[10] == ""  # eligible; none before it
+    assert cells[9] == "PARTIAL (cap reached)"
