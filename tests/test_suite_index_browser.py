@@ -98,3 +98,22 @@ def test_the_index_lists_figures_trends_and_opens_the_comparison_with_the_previo
         inner = page.execute_script("return window.innerWidth")
         assert page.execute_script("return document.documentElement.scrollWidth") <= inner
         screenshot(page, f"suite-index-{width}.png", full=True)
+
+
+def test_the_pytest_html_page_links_to_report_html_which_says_where_that_page_is(
+    pytester: pytest.Pytester, page: Any
+) -> None:
+    pytester.makefile(".eval.yaml", small=JUDGED_NO_LABELS)
+    html_args = ("--html=pages/out.html", "--self-contained-html", "-p", "html")
+    assert pytester.runpytest("--evalmine-fake", "-p", "no:cacheprovider", *html_args).ret == 0
+    run_dir = next((pytester.path / "reports" / "small").glob("*/report.json")).parent
+    open_file(page, pytester.path / "pages" / "out.html")
+    link = page.find_element("css selector", ".evalmine-summary a.evalmine-report")
+    assert link.get_attribute("href").endswith(f"/reports/small/{run_dir.name}/report.html")
+    link.click()
+    assert page.current_url.endswith(f"/{run_dir.name}/report.html")
+    assert by_id(page, "verdict").is_displayed()
+    # The way back leaves the run folder: the page says an archive of it alone lacks it.
+    note = by_id(page, "pytest-html-note").text
+    assert "outside this run folder" in note and "../../../pages/out.html" in note
+    screenshot(page, "report-links-pytest-html.png")

@@ -59,7 +59,7 @@ def finish_session(
             on_interrupt=on_interrupt,
             # Ctrl-C, -x or an internal error: never spend on a judge the user stopped.
             stopped=_why_stopped(session),
-            pytest_html=_pytest_html_page(config),
+            pytest_html=pytest_html_page(config),
         )
     except Exception as exc:  # a report failure must not hide the run's own outcome
         failure = f"{type(exc).__name__}: {exc}"
@@ -83,7 +83,7 @@ def finish_session(
         )
 
 
-def _pytest_html_page(config: pytest.Config) -> Path | None:
+def pytest_html_page(config: pytest.Config) -> Path | None:
     """The page pytest-html writes for this run (``--html``, resolved against the working
     folder as pytest-html resolves it), or None."""
     path = config.getoption("htmlpath", None)
