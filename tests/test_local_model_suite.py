@@ -41,7 +41,7 @@ def run_suite(pytester: pytest.Pytester, server: LlamaServer, judge: str) -> dic
     assert result.ret in (0, 1), result.stdout.str()[-3000:]
     assert "Traceback" not in result.stdout.str()
     # A selected subset never moves latest.json: the run is the folder the summary names.
-    match = re.search(r"report: reports/support-desk/([^/\s]+)/", result.stdout.str())
+    match = re.search(r"report:\s+reports/support-desk/([^/\s]+)/", result.stdout.str())
     assert match, result.stdout.str()[-3000:]
     run_dir = pytester.path / "reports" / "support-desk" / match.group(1)
     assert (run_dir / "report.md").is_file()

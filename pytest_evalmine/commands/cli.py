@@ -471,16 +471,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..engine.stored import cases_between, find_run
-    from ..reports.compare import compare
+    from ..engine.stored import comparison, find_run
     from ..reports.sections import changes_section
     from ..reports.terminal import terminal_section
 
     before = find_run(args.run_a, _report_root(args), args.rootdir)
     after = find_run(args.run_b, _report_root(args), args.rootdir)
-    changes = compare(after.report(), before.report())
-    changes["cases"] = cases_between(before, after, args.model, args.allow_other_suite)
-    changes["cases_note"] = None
+    changes = comparison(before, after, args.model, args.allow_other_suite)
     if args.json:
         print(json.dumps(changes, indent=2))
         return 0

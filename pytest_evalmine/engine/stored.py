@@ -16,6 +16,7 @@ from ..judging.criteria import CriterionVerdict
 from ..judging.headline import headline_from_pairs
 from ..judging.pairs import Pair
 from ..options import GateConfig, project_folders
+from ..reports.compare import compare as compare_reports
 from ..reports.compare import find_previous, resolve
 from ..reports.compare import load as load_report
 from ..reports.cross_run import RunSide, cross_run
@@ -76,6 +77,20 @@ def cases_between(
     ``models``: the ``--model`` entries that pair the runs' models; runs of two suites are
     refused unless ``allow_other_suite``."""
     return cross_run(before.side(), after.side(), models, allow_other_suite)
+
+
+def comparison(
+    before: StoredRun,
+    after: StoredRun,
+    models: Sequence[str] = (),
+    allow_other_suite: bool = False,
+) -> dict[str, Any]:
+    """What ``evalmine compare BEFORE AFTER`` shows (spec: "Compare"): report.json's deltas
+    and the case-by-case comparison, for the command and the suite's index alike."""
+    changes = compare_reports(after.report(), before.report())
+    changes["cases"] = cases_between(before, after, models, allow_other_suite)
+    changes["cases_note"] = None
+    return changes
 
 
 def case_changes(

@@ -29,7 +29,11 @@ class HtmlHooks:
         self, prefix: list[str], summary: list[str], postfix: list[str], session: Any
     ) -> None:
         """Called by pytest-html's late session finish, after our reports exist."""
-        blocks = summary_html(self.config.stash.get(self.finished_key, []))
+        from .sessionfinish import pytest_html_page
+
+        page = pytest_html_page(self.config)
+        finished = self.config.stash.get(self.finished_key, [])
+        blocks = summary_html(finished, None if page is None else page.parent)
         prefix.extend(redact(block) for block in blocks)
 
     @pytest.hookimpl(optionalhook=True)

@@ -59,7 +59,7 @@ def finish_session(
             on_interrupt=on_interrupt,
             # Ctrl-C, -x or an internal error: never spend on a judge the user stopped.
             stopped=_why_stopped(session),
-            pytest_html=_pytest_html_page(config),
+            pytest_html=pytest_html_page(config),
         )
     except Exception as exc:  # a report failure must not hide the run's own outcome
         failure = f"{type(exc).__name__}: {exc}"
@@ -83,7 +83,7 @@ def finish_session(
         )
 
 
-def _pytest_html_page(config: pytest.Config) -> Path | None:
+def pytest_html_page(config: pytest.Config) -> Path | None:
     """The page pytest-html writes for this run (``--html``, resolved against the working
     folder as pytest-html resolves it), or None."""
     path = config.getoption("htmlpath", None)
@@ -164,20 +164,31 @@ def _summary_lines(
     finished: list[FinishedSuite],
     failure: str | None,
 ) -> list[Line]:
-    from ..engine.session import relative_to
     from ..reports.terminal import FLAG, Line, other_runs_lines, terminal_lines
 
-    root = Path(config.rootpath)
     lines: list[Line] = []
     for item in finished:
-        run_dir = None if item.run_dir is None else relative_to(item.run_dir, root)
+        run_dir = None if item.run_dir is None else _from_here(item.run_dir)
         # Written after report.md: a failure in between leaves no page to name.
         page = item.run_dir is not None and (item.run_dir / "report.html").is_file()
-        lines += terminal_lines(item.summary, run_dir, _terminal_width(), item.not_written, page)
+        index_file = None if item.run_dir is None else item.run_dir.parent / "index.html"
+        index = _from_here(index_file) if index_file and index_file.is_file() else None
+        lines += terminal_lines(
+            item.summary, run_dir, _terminal_width(), item.not_written, page, index
+        )
     lines += [Line(text) for text in other_runs_lines(evalsession.other_runs)]
     if failure is not None:
         lines.append(Line(f"evalmine: could not write reports: {failure}", FLAG))
     return lines
+
+
+def _from_here(path: Path) -> str:
+    """``path`` as it opens from the working folder (where the user typed pytest, which may
+    not be the rootdir): relative when it can be, else absolute."""
+    try:
+        return Path(os.path.relpath(path, Path.cwd())).as_posix()
+    except ValueError:  # another drive (Windows)
+        return str(path.resolve())
 
 
 def _terminal_width() -> int:

@@ -19,7 +19,13 @@ def links_nav(report: dict[str, Any], *, has_cases: bool) -> str:
         links.append('<a href="#cases">Cases</a>')
     pytest_html = report.get("pytest_html")
     if pytest_html:
-        links.append(f'<a href="{esc(pytest_html)}" id="link-pytest-html">pytest-html page</a>')
+        link = f'<a href="{esc(pytest_html)}" id="link-pytest-html">pytest-html page</a>'
+        if str(pytest_html).startswith(".."):  # not in an archive of the run folder alone
+            link += (
+                ' <span class="muted" id="pytest-html-note">(outside this run folder, at '
+                f"{esc(pytest_html)} from it: an archive of the run folder alone lacks it)</span>"
+            )
+        links.append(link)
     previous = (report.get("changes") or {}).get("previous_run_id")
     if previous:
         links.append(

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import html
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from ..run.records import AnswerRecord
@@ -20,9 +22,10 @@ HIDE_EMPTY_LOG = ".logwrapper:not(:has(.log)) { display: none; }"
 WRAPPED = 'style="white-space: pre-wrap; overflow-wrap: anywhere"'
 
 
-def summary_html(finished: list[Any]) -> list[str]:
-    """One block per suite: the verdict banner of report.html, then the same first sections
-    as the terminal, escaped."""
+def summary_html(finished: list[Any], page_dir: Path | None = None) -> list[str]:
+    """One block per suite: the verdict banner of report.html, a link to the run's
+    report.html (relative to ``page_dir``, the folder of the pytest-html page, so it opens
+    from ``file://``), then the same first sections as the terminal, escaped."""
     blocks = [f"<style>{verdict_css()}{HIDE_EMPTY_LOG}</style>"] if finished else []
     for item in finished:
         summary = item.summary
@@ -30,6 +33,13 @@ def summary_html(finished: list[Any]) -> list[str]:
             verdict_banner(summary.to_json(), element_id=None),
             f"<h3>evalmine: {html.escape(summary.suite_name)} ({html.escape(summary.run_id)})</h3>",
         ]
+        page = None if item.run_dir is None else item.run_dir / "report.html"
+        if page is not None and page_dir is not None and page.is_file():
+            href = Path(os.path.relpath(page, page_dir)).as_posix()
+            parts.append(
+                f'<p><a class="evalmine-report" href="{html.escape(href)}">report.html of '
+                f"run {html.escape(summary.run_id)}</a> (the cases, the labelling)</p>"
+            )
         for section in report_sections(summary)[:2]:
             parts.append(f"<h4>{html.escape(section.title)}</h4>")
             parts += [f"<p>{html.escape(line)}</p>" for line in section.lines]

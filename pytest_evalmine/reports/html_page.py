@@ -23,6 +23,7 @@ from ..suite.loader import DEFAULT_MIN_LABELS
 from .cases_view import CASES_VIEW, SharedRows, case_items, case_list, criterion_items
 from .html_banner import links_nav, verdict_banner
 from .html_data import script_json_pieces
+from .html_grid import with_grid
 from .html_labelling import CRITERION_PANEL, labelling_data, labelling_html
 from .html_markup import CSP, as_float, asset, esc, page_css, verdict_css
 from .html_summary import (
@@ -141,7 +142,7 @@ def html_pieces(
         yield part
         yield "\n"
     if records:
-        yield CASES_VIEW
+        yield with_grid(CASES_VIEW)
     yield from labelling_html(report, judged, suggestions)
     if any(v.get("label") in ("PASS", "FAIL") for v in verdicts):
         yield CRITERION_PANEL
@@ -158,7 +159,7 @@ def html_pieces(
     yield '\n<script type="application/json" id="evalmine-data">'
     yield from script_json_pieces(data)
     scripts = "\n".join(
-        asset(name) for name in ("common.js", "page.js", "case_detail.js", "cases.js")
+        asset(name) for name in ("common.js", "page.js", "case_detail.js", "grid.js", "cases.js")
     )
     yield f"</script>\n<script>{scripts}</script>"
     yield "\n</body></html>\n"

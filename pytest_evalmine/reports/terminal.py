@@ -24,7 +24,7 @@ _NBSP = "\u00a0"
 _FLAGGED = re.compile(r"[-+\d.]+%?(?: \[[^\]]*\])?" + re.escape(FLAG_TEXT))
 _STATUS = re.compile(r"\bstatus ([A-Z_]+):")
 CONTINUATION = "    "
-PAGE = "report.html (the page to open in a browser)"
+PAGE_NOTE = "(the page to open in a browser; report.md beside it)"
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,12 @@ def terminal_lines(
     width: int = 80,
     not_written: str | None = None,
     page_written: bool = True,
+    index: str | None = None,
 ) -> list[Line]:
-    """The suite's summary, ending with the run folder (``report_dir``) and the reports in it
-    to read, report.md and (when ``page_written``) report.html, and, flagged, why some of its
-    files were not written (``not_written``)."""
+    """The suite's summary, ending with the reports to open as paths that open from where the
+    user stands (``report_dir``: the run folder, relative to the working folder): report.html
+    (report.md when the page was not written, ``page_written``), the suite's index
+    (``index``) and, flagged, why some of its files were not written (``not_written``)."""
     lines = [
         f"suite {summary.suite_name} (sha256 {summary.suite_hash[:12]}) run {summary.run_id}",
         f"models: {', '.join(summary.models)} (baseline first); adapters: "
@@ -56,11 +58,14 @@ def terminal_lines(
         if section.in_terminal:
             styled += terminal_section(section, width)
     if report_dir is not None:
-        # The folder once, then the files: a run folder's path is about 70 characters, and
-        # the two files' paths would not fit 80 columns.
-        files = f"report.md and {PAGE}" if page_written else "report.md"
-        styled += [Line(text) for text in fit(f"report: {report_dir}/", width)]
-        styled += [Line(text) for text in fit(CONTINUATION + files, width)]
+        # A path is never split: a run folder's is about 70 characters, so a long one wraps
+        # whole onto its own line.
+        page = f"{report_dir}/report.html" if page_written else f"{report_dir}/report.md"
+        styled += [Line(text) for text in fit(f"report: {page}", width)]
+        if page_written:
+            styled += [Line(text) for text in fit(CONTINUATION + PAGE_NOTE, width)]
+    if index is not None:
+        styled += [Line(text) for text in fit(f"runs of this suite: {index}", width)]
     if not_written is not None:
         styled += [Line(t, FLAG) for t in fit(f"REPORTS NOT WRITTEN: {not_written}", width)]
     return styled

@@ -11,12 +11,18 @@
   var items = data.items, cases = data.case_list;
   var PAGE = 100;
   // "case" has no control: a link from "Label next" filters to one case and opens it.
-  var FILTERS = ["task", "case", "model", "outcome", "flagged", "flip", "failed", "q"];
+  // "view" and "by": the grid's (grid.js), kept in the hash with the filters.
+  var FILTERS = ["task", "case", "model", "outcome", "flagged", "flip", "failed", "differ", "q", "view", "by"];
   var state = {};
   var shown = [];
   var itemHay = new Array(items.length), caseHay = new Array(cases.length);
   var byCase = cases.map(function () { return []; });
   items.forEach(function (it, i) { byCase[it.case].push(i); });
+  // A case whose answers do not all have one outcome ("different outcomes only").
+  var differs = byCase.map(function (own) {
+    for (var k = 1; k < own.length; k++) if (items[own[k]].outcome !== items[own[0]].outcome) return true;
+    return false;
+  });
 
   function el(id) { return document.getElementById(id); }
   function failedChecks(it) { var n = 0; for (var k = 0; k < it.checks.length; k++) if (!it.checks[k].passed) n++; return n; }
@@ -58,6 +64,7 @@
     if (state.flagged && !it.flagged) return false;
     if (state.flip && !it.flip) return false;
     if (state.failed && !failedChecks(it)) return false;
+    if (state.differ && !differs[it.case]) return false;
     if (q) {
       // the answer and its checks' names and messages; the case's id and prompt
       if (itemHay[i] === undefined) {
@@ -87,6 +94,7 @@
         return (x < y ? -1 : 1) * dir;
       });
     }
+    if (grid && grid.render(state, shown)) return;  // the grid view shows the cases instead
     var pages = Math.max(1, Math.ceil(shown.length / PAGE));
     state.page = Math.min(Math.max(0, state.page || 0), pages - 1);
     renderRows(pages);
@@ -243,6 +251,7 @@
     FILTERS.forEach(function (f) { var v = params.get(f); if (v) state[f] = v; });
     el("f-task").value = state.task || ""; el("f-model").value = state.model || ""; el("f-outcome").value = state.outcome || "";
     el("f-flagged").checked = !!state.flagged; el("f-flip").checked = !!state.flip; el("f-failed").checked = !!state.failed;
+    if (el("f-differ")) el("f-differ").checked = !!state.differ;
     el("f-search").value = state.q || "";
     return params.get("open");
   }
@@ -260,6 +269,7 @@
     state.task = el("f-task").value; state.model = el("f-model").value; state.outcome = el("f-outcome").value;
     state.flagged = el("f-flagged").checked ? "1" : ""; state.flip = el("f-flip").checked ? "1" : "";
     state.failed = el("f-failed").checked ? "1" : ""; state.q = el("f-search").value;
+    state.differ = el("f-differ") && el("f-differ").checked ? "1" : "";
     state.page = 0;
     apply();
     writeHash();
@@ -272,8 +282,8 @@
     if (open !== false) root.scrollIntoView();
   }
 
-  ["f-task", "f-model", "f-outcome", "f-flagged", "f-flip", "f-failed"].forEach(function (id) {
-    el(id).addEventListener("change", fromControls);
+  ["f-task", "f-model", "f-outcome", "f-flagged", "f-flip", "f-failed", "f-differ"].forEach(function (id) {
+    if (el(id)) el(id).addEventListener("change", fromControls);
   });
   el("f-search").addEventListener("input", fromControls);
   el("f-search").addEventListener("keydown", function (e) {
@@ -311,6 +321,13 @@
   });
   el("export-csv").addEventListener("click", function () { download("csv"); });
   el("export-json").addEventListener("click", function () { download("json"); });
+  // The grid view (grid.js, loaded first) reads the same filtered, sorted answers.
+  var grid = window.evalmineGrid ? window.evalmineGrid({
+    items: items, cases: cases, byCase: byCase, sortKeys: SORT_KEYS, page: PAGE,
+    state: function () { return state; },
+    apply: function () { apply(); writeHash(); },
+    open: function (ci) { openCase(ci); el("case-detail").scrollIntoView(); }
+  }) : null;
   window.addEventListener("hashchange", follow);
   follow();
   window.evalmineCases = { shown: function () { return shown.slice(); }, apply: apply, exported: exported };
