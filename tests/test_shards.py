@@ -509,9 +509,12 @@ def test_the_workflow_has_a_shard_matrix_a_postgres_service_and_a_merge_job() ->
     assert shard["strategy"]["matrix"]["shard"] == [1, 2, 3]
     assert shard["services"]["postgres"]["image"].startswith("postgres")
     (run,) = [c for c in command_lines(shard) if c[0] == "pytest"]
-    assert "--evalmine-shard=1/3" in run and any(
-        w.startswith("--evalmine-store=postgresql://") for w in run
-    )
+    assert "--evalmine-shard=1/3" in run
+    # The store comes from the environment (the option would beat it): the team's database
+    # when the secret is set, else the job's own service container.
+    (step,) = [s for s in shard["steps"] if "pytest" in s.get("run", "")]
+    store = step["env"]["EVALMINE_STORE"]
+    assert "secrets.EVALMINE_STORE" in store and "postgresql://evalmine@localhost:5432" in store
     assert any("upload-artifact" in step.get("uses", "") for step in shard["steps"])
     assert merge["needs"] == "shard"
     assert any("download-artifact" in step.get("uses", "") for step in merge["steps"])
