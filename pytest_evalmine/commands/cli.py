@@ -250,6 +250,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
         wanted = [suite.contender(model)[0] for model in session.models_for(suite)]
         if judge := session.judge_model_for(suite):
             wanted.append(judge)
+        wanted += session.judge_models_for(suite)
         rows = []
         for model in dict.fromkeys(wanted):
             row = table.lookup(model)

@@ -217,6 +217,7 @@ def stored_summary(run: StoredRun, rootdir: Path) -> RunSummary:
             report["models"],
             stored_headline["judge"]["model"],
             gate_on=stored_headline["calibration"]["gate_on"],
+            jurors=tuple(stored_headline["judge"].get("jurors", ())),
         )
     cost = report["cost"]
     return summarize(
