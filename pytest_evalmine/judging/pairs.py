@@ -104,6 +104,16 @@ def _read_passes(entries: list[dict[str, Any]]) -> list[JudgePass]:
     return [JudgePass(**{k: v for k, v in e.items() if k in known}) for e in entries]
 
 
+def _juror_verdicts(own: JurorVerdicts) -> list[str]:
+    return [v for p in own.passes if (v := p.candidate_verdict) is not None]
+
+
+def _category(score: float | None) -> str | None:
+    if score is None:
+        return None
+    return "candidate" if score > 0.5 else "baseline" if score < 0.5 else TIE_CATEGORY
+
+
 def majority(votes: Sequence[str | None]) -> str | None:
     """The panel's category from its jurors' (None: that juror gave none): the category more
     than half of the votes cast give, else a tie; None when no more than half the jurors
@@ -171,8 +181,15 @@ class Pair:
     @property
     def votes(self) -> dict[str, str | None]:
         """Each juror's order-consistent verdict: the category its two passes give (a flip
-        or two ties is a tie), None when it gave none."""
-        return {juror: self.juror_view(juror).category for juror in self.jurors}
+        or two ties is a tie), None when it gave none. Read from the passes, not through
+        ``juror_view`` (a Pair built per juror per access: a 10,000-pair panel's statistics
+        ask for the votes some 150,000 times; benchmarks/bench_panel.py)."""
+        result = {}
+        for juror, own in self.jurors.items():
+            verdicts = _juror_verdicts(own) if own.excluded is None else []
+            score = SCORES[frozenset(verdicts)] if len(verdicts) == 2 else None
+            result[juror] = _category(score)
+        return result
 
     @property
     def panel_category(self) -> str | None:
@@ -213,7 +230,10 @@ class Pair:
     @property
     def flip(self) -> bool:
         if self.jurors:  # a panel flips when most of its jurors flipped
-            flips = [self.juror_view(juror).flip for juror in self.jurors]
+            flips = [
+                own.excluded is None and set(_juror_verdicts(own)) == {WIN, LOSS}
+                for own in self.jurors.values()
+            ]
             return self.judged and 2 * sum(flips) > len(flips)
         return self.judged and set(self.verdicts) == {WIN, LOSS}
 
