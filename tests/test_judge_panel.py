@@ -101,6 +101,16 @@ def test_panel_of_three_fake_jurors_end_to_end(pytester: pytest.Pytester) -> Non
     assert "juror fake/judge-slot1: does NOT agree" in report_md
     assert "POSITION-BIASED" in report_md
     assert f"panel kappa {headline['calibration']['kappa']:.2f}" in report_md
+    # report.html: the panel's section, a row per juror, the biased juror named
+    page = (newest_run_dir(pytester.path, "panel") / "report.html").read_text()
+    section = page.split('<section id="panel">')[1].split("</section>")[0]
+    assert section.count("<tr>") == 1 + 3  # the header and one row per juror
+    assert "Position-biased jurors: fake/judge-slot1</strong>" in section
+    assert "Jurors that do NOT agree with your labels: " in section
+    assert "fake/judge-slot1" in section.split("do NOT agree with your labels: ")[1]
+    assert f"panel kappa {headline['calibration']['kappa']:.2f}" in section
+    assert "100.0% slot 1; POSITION-BIASED" in section
+    assert "http://" not in section and "https://" not in section  # self-contained
     # old single-judge fields stay: the judge is named as the panel
     assert headline["judge"]["jurors"] == [
         "fake/judge-slot1",
