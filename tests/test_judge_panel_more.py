@@ -127,3 +127,39 @@ def test_cheapest_choice_under_the_lower_bound_gate() -> None:
         cheapest_passing(pairs[:5], ["cheap", "dear"], costs, _floor("lower"), seed_text="x")
         is None
     )
+
+
+def test_plan_suggests_the_cheapest_passing_juror_on_the_labels_given(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_evalmine.commands.cli import main
+
+    suite = pytester.makefile(".eval.yaml", panel=PANEL_SUITE)
+    assert pytester.runpytest("--evalmine-fake").ret == 0
+    lines = (newest_run_dir(pytester.path, "panel") / "pairs.jsonl").read_text().splitlines()
+    labels = []
+    for p in map(json.loads, lines):
+        base, cand = len(p["baseline_text"]), len(p["candidate_text"])
+        prefer = "candidate" if cand > base else "baseline" if base > cand else "tie"
+        labels.append(
+            f"  - {{task: polite, case: {p['case']}, baseline: fake/alpha, "
+            f"candidate: fake/beta, prefer: {prefer}}}"
+        )
+    # labelled after the run: plan measures the run's jurors on them, with no new run
+    suite.write_text(PANEL_SUITE + "labels:\n" + "\n".join(labels) + "\n")
+    capsys.readouterr()
+    code = main(["plan", "--rootdir", str(pytester.path), "panel.eval.yaml", "--json"])
+    figures = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert figures["panel"]["cheapest_passing"]["jurors"] == ["fake/judge-longer"]
+    assert figures["panel"]["cheapest_passing"]["kappa"] == pytest.approx(1.0)
+    assert figures["panel"]["gate_on"] == "point"
+    code = main(
+        ["plan", "--rootdir", str(pytester.path), "panel.eval.yaml", "--kappa-gate", "lower"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert (
+        "judge panel: cheapest that passes the floor on these labels: juror fake/judge-longer alone"
+        in out
+    )

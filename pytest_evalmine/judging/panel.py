@@ -249,3 +249,24 @@ def cheapest_passing(
             passing.append(PanelChoice(subset, len(ratings), kappa, cost))
     passing.sort(key=lambda choice: (choice.cost_per_pair_usd or 0.0, -(choice.kappa or 0.0)))
     return passing[0] if passing else None
+
+
+def panel_from_run(
+    suite: Suite, pairs: Sequence[Pair], models: Sequence[str], *, gate_on: str
+) -> PanelReport | None:
+    """A stored run's panel measured again on the suite's labels as they are now (``evalmine
+    plan``: the cheapest passing choice after labelling more): the report's own function
+    on the run's baseline pairs. None when no juror judged the run (one judge)."""
+    jurors = tuple(dict.fromkeys(juror for pair in pairs for juror in pair.jurors))
+    if not jurors:
+        return None
+    baseline_pairs = [pair for pair in pairs if pair.baseline == models[0]]
+    floor = calibrate(
+        suite.labels,
+        baseline_pairs,
+        min_kappa=suite.judge.min_kappa,
+        min_labels=suite.judge.min_labels,
+        gate_on=gate_on,
+        seed_text=suite.hash,
+    )
+    return panel_report(suite, baseline_pairs, jurors, floor, gate_on=gate_on)

@@ -58,18 +58,22 @@ def panel_lines(panel: dict[str, Any], panel_kappa: float | None) -> list[str]:
         f"pairs without a majority (a tie): {panel['no_majority_pairs']}; pairs where the "
         f"jurors disagreed: {panel['disagreement_pairs']}"
     )
-    cheapest = panel["cheapest_passing"]
-    if cheapest is None:
-        lines.append("no juror or smaller panel passes the calibration floor on these labels")
-    else:
-        who = cheapest["jurors"]
-        kind = f"juror {who[0]} alone" if len(who) == 1 else f"panel {', '.join(who)}"
-        lines.append(
-            f"cheapest that passes the floor on these labels: {kind} (kappa "
-            f"{number(cheapest['kappa'])} on {cheapest['n']}, "
-            f"{_cost(cheapest['cost_per_judged_pair_usd'])} per judged pair)"
-        )
+    lines.append(cheapest_line(panel["cheapest_passing"]))
     return lines
+
+
+def cheapest_line(cheapest: dict[str, Any] | None) -> str:
+    """The cheapest panel or single juror that passes the floor, as the report and
+    ``evalmine plan`` say it."""
+    if cheapest is None:
+        return "no juror or smaller panel passes the calibration floor on these labels"
+    who = cheapest["jurors"]
+    kind = f"juror {who[0]} alone" if len(who) == 1 else f"panel {', '.join(who)}"
+    return (
+        f"cheapest that passes the floor on these labels: {kind} (kappa "
+        f"{number(cheapest['kappa'])} on {cheapest['n']}, "
+        f"{_cost(cheapest['cost_per_judged_pair_usd'])} per judged pair)"
+    )
 
 
 def reference_lines(split: dict[str, Any]) -> list[str]:
