@@ -93,6 +93,28 @@ def phase_of(request: Request) -> str:
     return JUDGE if purpose == "judge" else ANSWERS
 
 
+# Fake judges with a known behaviour, chosen by the model name's last part (spec: "Fake
+# adapter"): ``fake/judge-slot1`` always prefers the answer in slot 1 (a position-biased
+# judge), ``fake/judge-longer`` the longer answer (a judge whose taste a test can label
+# ahead). Any other fake judge answers from the request's hash (a noisy judge).
+JUDGE_SLOT1, JUDGE_LONGER = "judge-slot1", "judge-longer"
+
+
+def scripted_verdict(request: Request) -> str | None:
+    """A scripted fake judge's verdict for a pairwise judge request, else None."""
+    if (request.context or {}).get("purpose") != "judge":
+        return None
+    mode = request.model.rsplit("/", 1)[-1]
+    if mode == JUDGE_SLOT1:
+        return json.dumps({"winner": "1", "reason": "fake judge: slot 1 always"})
+    if mode != JUDGE_LONGER:
+        return None
+    first, _, rest = request.prompt.partition("\n## Answer 1\n")[2].partition("\n\n## Answer 2\n")
+    second = rest.rpartition("\n\n## Your verdict")[0]
+    winner = "tie" if len(first) == len(second) else "1" if len(first) > len(second) else "2"
+    return json.dumps({"winner": winner, "reason": "fake judge: the longer answer"})
+
+
 @dataclass
 class Fault:
     """Inject ``kind`` into matching requests of one phase (answers by default), at most
@@ -226,6 +248,9 @@ class FakeAdapter:
             return ""
         if fault == "malformed_json":
             return '{"answer": "cut off mid'
+        scripted = scripted_verdict(request)
+        if scripted is not None:
+            return scripted
         rng = random.Random(int(sha256_hex(request.key_fields())[:16], 16))
         if fault == "schema_violation":
             return json.dumps(_violation(request.schema))

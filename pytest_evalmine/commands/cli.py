@@ -147,7 +147,9 @@ def build_parser() -> Parser:
         "and repeats a question needs (from the suite's latest run, else stated assumptions)",
     )
     plan.add_argument("suite", metavar="SUITE", help="suite file")
-    add_options(plan.add_argument, None, names=("models", "baseline", "repeat"), prefix="--")
+    add_options(
+        plan.add_argument, None, names=("models", "baseline", "repeat", "kappa_gate"), prefix="--"
+    )
     report_dir(plan)
     add_plan_options(plan)
 
@@ -336,6 +338,7 @@ def cmd_prices(args: argparse.Namespace) -> int:
         wanted = [suite.contender(model)[0] for model in session.models_for(suite)]
         if judge := session.judge_model_for(suite):
             wanted.append(judge)
+        wanted += session.judge_models_for(suite)
         rows = []
         for model in dict.fromkeys(wanted):
             row = table.lookup(model)
@@ -536,12 +539,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
             )
     except ValueError as exc:
         raise EvalmineError(f"plan: {exc}") from None
+    panel_line = None
+    if previous is not None:
+        figures["panel"], panel_line = _plan_panel(suite, previous, models, args)
     if args.json:
         print(json.dumps(figures, indent=2))
         return 0
     print(f"plan for suite {suite.name} ({args.suite}): {', '.join(models)}")
     for line in power_lines(figures):
         print(line)
+    if panel_line:
+        print(panel_line)
     return 0
 
 
@@ -575,6 +583,31 @@ def cmd_merge(args: argparse.Namespace) -> int:
     code = merged_exit_code(finished)
     print(f"exit {code}: {exitcodes.meaning(code)}")
     return code
+
+
+def _plan_panel(
+    suite: Any, previous: Path, models: list[str], args: argparse.Namespace
+) -> tuple[dict[str, Any] | None, str | None]:
+    """The previous run's panel on the suite's labels as they are now: the cheapest panel or
+    single juror that passes the calibration floor (spec: "Judge panel"); (None, None) when
+    that run had one judge."""
+    from ..engine.stored import StoredRun
+    from ..judging.panel import panel_from_run
+    from ..reports.panel_section import cheapest_line
+
+    gate_on = getattr(args, "kappa_gate", None) or "point"
+    report = panel_from_run(suite, StoredRun(previous.parent).pairs(), models, gate_on=gate_on)
+    if report is None:
+        return None, None
+    data = report.to_dict()
+    return (
+        {
+            "gate_on": gate_on,
+            "cheapest_passing": data["cheapest_passing"],
+            "jurors": data["jurors"],
+        },
+        "judge panel: " + cheapest_line(data["cheapest_passing"]),
+    )
 
 
 def cmd_batches(args: argparse.Namespace) -> int:

@@ -85,7 +85,8 @@ def validate(session: EvalSession, path: Path) -> Validated:
     models = session.models_for(suite)
     judge = session.judge_model_for(suite)
     session.check_suffixes(suite, session.prices.lookup)
-    for model in [*(suite.contender(m)[0] for m in models), *([judge] if judge else [])]:
+    judges = dict.fromkeys([*([judge] if judge else []), *session.judge_models_for(suite)])
+    for model in [*(suite.contender(m)[0] for m in models), *judges]:
         session.prices.lookup(model)
     return Validated(
         path=relative_to(path, session.rootdir),

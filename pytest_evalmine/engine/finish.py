@@ -286,7 +286,7 @@ def _write_recording(
                         f"{pair.task}/{pair.case} judge {pair.candidate} vs {pair.baseline}, "
                         f"{judged.order}"
                     )
-        models.add(headline.judge.model)
+        models.update(headline.judge.models)
     if binary is not None:
         for verdict in binary.verdicts:
             if verdict.key:
@@ -343,7 +343,13 @@ def _judge_suite(
         session,
         judge_dispatcher,
         lambda dispatcher: run_headline(
-            suite, records, models, judge_model, dispatcher, gate_on=session.settings.kappa_gate
+            suite,
+            records,
+            models,
+            judge_model,
+            dispatcher,
+            gate_on=session.settings.kappa_gate,
+            jurors=session.jurors_for(suite),
         ),
         "judging failed",
     )

@@ -215,12 +215,43 @@ class RunPlan:
                 raise EvalmineError(str(exc)) from None
         return self.cap_usd
 
-    def judge_model_for(self, suite: Suite) -> str | None:
-        if self.base.settings.judge:
-            problem = model_problem(self.base.settings.judge)
+    def judge_option(self) -> tuple[str, ...]:
+        """``--evalmine-judge``: one model, or a panel's jurors separated by commas."""
+        if not self.base.settings.judge:
+            return ()
+        jurors = tuple(j.strip() for j in self.base.settings.judge.split(","))
+        for juror in jurors:
+            problem = model_problem(juror)
             if problem is not None:
                 raise EvalmineError(f"--evalmine-judge: {problem}")
-        return self.base.settings.judge or suite.judge.model
+        if len(set(jurors)) < len(jurors):
+            raise EvalmineError("--evalmine-judge: a juror is listed twice")
+        return jurors
+
+    def judge_model_for(self, suite: Suite) -> str | None:
+        """The one judge (the binary judges' too), or a panel's first juror when the suite
+        names no judge.model."""
+        option = self.judge_option()
+        if option:
+            return option[0]
+        return suite.judge.model or next(iter(self.judge_models_for(suite)), None)
+
+    def jurors_for(self, suite: Suite) -> dict[str, tuple[str, ...]]:
+        """Task id -> its jurors when a panel judges (spec: "Judge panel"); {}: one judge."""
+        from ..judging.panel import jurors_by_task
+
+        return jurors_by_task(suite, self.judge_option())
+
+    def judge_models_for(self, suite: Suite) -> tuple[str, ...]:
+        """Every model that judges the suite's pairs: a panel's jurors, or the one judge."""
+        from ..judging.panel import all_jurors, jurors_by_task
+
+        option = self.judge_option()
+        jurors = all_jurors(jurors_by_task(suite, option))
+        if jurors:
+            return jurors
+        single = option[0] if option else suite.judge.model
+        return (single,) if single else ()
 
     def preflight(
         self,
@@ -238,8 +269,10 @@ class RunPlan:
             judges = [
                 model
                 for suite in suites
-                if (model := self.judge_model_for(suite))
-                and (len(self.models_for(suite)) > 1 or has_criteria(suite))
+                if len(self.models_for(suite)) > 1 or has_criteria(suite)
+                for model in dict.fromkeys(
+                    [*(self.judge_models_for(suite)), *filter(None, [self.judge_model_for(suite)])]
+                )
             ]
             for suite in suites:
                 self.check_suffixes(suite, dispatcher.price_for)
@@ -339,12 +372,15 @@ class RunPlan:
             estimate = estimate + sized_criteria
             if len(models) < 2:
                 continue
-            sized: list[int] = []
-            like: Planned | None = None
+            # A panel: every juror judges every pair in both orders (spec: "Judge panel").
+            panel = self.jurors_for(suite)
+            sized: dict[str, list[int]] = {}
+            like: dict[str, Planned] = {}
             for task in suite.tasks:
                 if not task.judge:
                     continue
                 system = judge_system(suite, task.id)
+                jurors = panel.get(task.id, (judge_model,))
                 for case in task.cases:
                     # judge.pairs: all judges every two models, both orders each
                     for baseline, candidate in model_pairs(models, suite.judge.pairs):
@@ -353,18 +389,20 @@ class RunPlan:
                         if base is None or cand is None:
                             continue
                         if base[0] is not None and cand[0] is not None:
-                            calls = (judge_model, suite, task.id, case.id, baseline, candidate)
-                            buildable.append(_PairCalls(*calls, base[0], cand[0], system))
+                            for juror in jurors:
+                                calls = (juror, suite, task.id, case.id, baseline, candidate)
+                                buildable.append(_PairCalls(*calls, base[0], cand[0], system))
                             continue
                         pair = Pair(suite.name, task.id, case.id, baseline, candidate)
-                        if like is None:  # resolves the judge's adapter and price
-                            empty = {baseline: "", candidate: ""}
-                            request = judge_request(judge_model, suite, pair, orders[0], empty)
-                            like = judging.plan([request])[0]
                         chars = judge_text_chars(suite, pair, base[1] + cand[1], system=system)
-                        sized += [chars] * len(orders)
-            if like is not None:
-                estimate = estimate + judging.estimate_by_size(like, sized)
+                        for juror in jurors:
+                            if juror not in like:  # resolves the juror's adapter and price
+                                empty = {baseline: "", candidate: ""}
+                                request = judge_request(juror, suite, pair, orders[0], empty)
+                                like[juror] = judging.plan([request])[0]
+                            sized.setdefault(juror, []).extend([chars] * len(orders))
+            for juror, planned_like in like.items():
+                estimate = estimate + judging.estimate_by_size(planned_like, sized[juror])
         requests = (
             call
             for entry in buildable

@@ -148,6 +148,12 @@ class EvalSession:
     def judge_model_for(self, suite: Suite) -> str | None:
         return self.plan.judge_model_for(suite)
 
+    def jurors_for(self, suite: Suite) -> dict[str, tuple[str, ...]]:
+        return self.plan.jurors_for(suite)
+
+    def judge_models_for(self, suite: Suite) -> tuple[str, ...]:
+        return self.plan.judge_models_for(suite)
+
     def preflight(
         self,
         dispatcher: Dispatcher,

@@ -296,6 +296,7 @@ def summary_from_stored(
             report["models"],
             stored_headline["judge"]["model"],
             gate_on=stored_headline["calibration"]["gate_on"],
+            jurors=tuple(stored_headline["judge"].get("jurors", ())),
         )
     cost = report["cost"]
     context: dict[str, Any] = {

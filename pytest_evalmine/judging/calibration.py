@@ -12,7 +12,7 @@ from typing import Any
 from ..stats.estimators import Interval, Kappa, cohen_kappa, interval_dict, seed_from
 from ..stats.proportions import Proportion
 from ..stats.resample import kappa_interval
-from ..suite.model import Label
+from ..suite.model import Label, Suite
 from .pairs import Pair
 
 NO_LABELS, UNDEFINED, INSUFFICIENT, BELOW_FLOOR, OK = (
@@ -270,3 +270,24 @@ def _per_task(ratings: Sequence[Rating]) -> list[TaskKappa]:
             )
         )
     return rows
+
+
+def kappa_by_reference(suite: Suite, calibration: Calibration) -> dict[str, Any] | None:
+    """kappa on the labelled pairs whose case has a reference answer and on those whose case
+    has none (spec: "Reference answers"), each with its interval; None unless both exist."""
+    split: dict[str, list[tuple[str, str]]] = {"with": [], "without": []}
+    for rating in calibration.ratings:
+        has = suite.case(rating.task, rating.case).reference_answer is not None
+        split["with" if has else "without"].append((rating.human, rating.judge))
+    if not split["with"] or not split["without"]:
+        return None
+    result = {}
+    for name, ratings in split.items():
+        kappa = cohen_kappa(ratings)
+        interval = kappa_interval(ratings, seed=seed_from(suite.hash, "kappa", name))
+        result[f"{name}_reference"] = {
+            "n": kappa.n,
+            "kappa": kappa.value,
+            "kappa_interval": interval_dict(interval),
+        }
+    return result

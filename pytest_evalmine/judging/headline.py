@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -16,9 +16,10 @@ from ..run.outcome import ERROR
 from ..run.records import AnswerRecord
 from ..suite.model import Suite
 from .audit import AUDIT_HASH, AuditEstimate, audit_estimates, audit_fraction, mark_audit_sample
-from .calibration import Calibration, calibrate, calibrate_per_candidate
-from .judge import JudgeRecord, judge_pairs, judge_record, task_prompt
+from .calibration import Calibration, calibrate, calibrate_per_candidate, kappa_by_reference
+from .judge import JudgeRecord, judge_pairs, judge_panel, judge_record, task_prompt
 from .pairs import Pair, apply_check_overrides, plan_pairs
+from .panel import PanelReport, all_jurors, panel_report
 from .winrate import PositionBias, WinRate, exclusions, position_bias, win_rates
 
 DAGGER = "\u2020"
@@ -44,6 +45,10 @@ class Headline:
     # judge.pairs: all: the pairs of two candidates. The ranking reads them with ``pairs``;
     # the win rates, calibration and bias read ``pairs`` (each candidate vs the baseline).
     other_pairs: list[Pair] = field(default_factory=list)
+    # judge.panel: each juror calibrated, and the panel against them (spec: "Judge panel")
+    panel: PanelReport | None = None
+    # kappa on the labelled pairs whose case has a reference answer, and on those without
+    by_reference: dict[str, Any] | None = None
 
     @property
     def all_pairs(self) -> list[Pair]:
@@ -104,14 +109,14 @@ class Headline:
         reasons = Counter(
             _AFTER_ATTEMPTS.sub("", j.error or "unknown")
             for p in self.all_pairs
-            for j in p.passes
+            for j in p.all_passes
             if j.error_kind == ERROR
         )
         return dict(reasons.most_common())
 
     def judge_passes_with(self, error_kind: str) -> int:
         """Judge passes that ended with ``error_kind`` (e.g. ``budget``, ``replay_miss``)."""
-        return sum(1 for p in self.all_pairs for j in p.passes if j.error_kind == error_kind)
+        return sum(1 for p in self.all_pairs for j in p.all_passes if j.error_kind == error_kind)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -151,6 +156,8 @@ class Headline:
                 "possibly_billed_usd": self.judge_possibly_billed_usd,
             },
             "judge_prompt_cache": self.judge_prompt_cache,
+            "panel": self.panel.to_dict() if self.panel else None,
+            "calibration_by_reference": self.by_reference,
         }
 
 
@@ -166,13 +173,21 @@ def run_headline(
     dispatcher: Dispatcher,
     *,
     gate_on: str = "point",
+    jurors: Mapping[str, Sequence[str]] | None = None,
 ) -> Headline:
+    """``jurors``: task id -> its jurors for a panel (``panel.jurors_by_task``); None or {}:
+    ``judge_model`` alone judges."""
     pairs = plan_pairs(records, models, judged_task_ids(suite), suite.judge.pairs)
     for pair in pairs:
         pair.prompt = task_prompt(suite, pair.task, pair.case)
-    judge_pairs(pairs, records, suite, judge_model, dispatcher)
+    if jurors:
+        judge_panel(pairs, records, suite, jurors, dispatcher)
+    else:
+        judge_pairs(pairs, records, suite, judge_model, dispatcher)
     apply_check_overrides(pairs, records)
-    return headline_from_pairs(suite, pairs, models, judge_model, gate_on=gate_on)
+    return headline_from_pairs(
+        suite, pairs, models, judge_model, gate_on=gate_on, jurors=all_jurors(jurors or {})
+    )
 
 
 def headline_from_pairs(
@@ -182,6 +197,7 @@ def headline_from_pairs(
     judge_model: str,
     *,
     gate_on: str = "point",
+    jurors: Sequence[str] = (),
 ) -> Headline:
     """Calibration, win rates and bias of pairs already judged: after judging, and when a
     stored run's report is rendered again from its pairs.jsonl (no call, no cost). Pairs of
@@ -205,8 +221,11 @@ def headline_from_pairs(
     overall, per_task = win_rates(
         pairs, candidates, calibrations, suite.hash, min_pairs=suite.judge.min_pairs
     )
+    panel = panel_report(suite, pairs, jurors, calibration, gate_on=gate_on) if jurors else None
     return Headline(
-        judge=judge_record(suite, judge_model),
+        judge=judge_record(suite, judge_model, jurors),
+        panel=panel,
+        by_reference=kappa_by_reference(suite, calibration),
         pairs=pairs,
         calibration=calibration,
         calibrations=calibrations,

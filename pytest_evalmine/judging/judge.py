@@ -8,6 +8,7 @@ hash are recorded with every result, so a change to any of them is visible.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ from ..run.records import AnswerRecord
 from ..scoring.checks import check_answer
 from ..suite.canonical import sha256_hex
 from ..suite.model import Suite
-from .pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, Pair
+from .pairs import BASELINE_FIRST, CANDIDATE_FIRST, JudgePass, JurorVerdicts, Pair
 
 # 3: everything constant (instructions, reply format, rubric) moved into the system text, one
 # prefix shared word for word by every pair of a task, for the providers' prompt caches.
@@ -56,7 +57,7 @@ PROMPT_TEMPLATE = """\
 ## Task given to the assistant
 {task_prompt}
 
-## Answer 1
+{reference}## Answer 1
 {answer_1}
 
 ## Answer 2
@@ -64,6 +65,13 @@ PROMPT_TEMPLATE = """\
 
 ## Your verdict
 Reply with the JSON object only."""
+# A case's reference answer, between the task and the answers (spec: "Reference answers");
+# a case without one leaves nothing there, so its prompt is the same bytes as before.
+REFERENCE_TEMPLATE = """\
+## Reference answer (from the suite's author; judge the answers against it)
+{reference}
+
+"""
 UNPARSEABLE = "unparseable"
 # Judge calls sent as one concurrent batch; a larger phase goes out in parts of this size
 # (spec: "Judge"), so its requests are never all in memory at once.
@@ -79,24 +87,60 @@ class JudgeRecord:
     rubric_hash: str
     prompt_template_version: str
     verdict_schema_hash: str
+    # The cases' reference answers (None: no case has one), and a panel's jurors and vote
+    # rule: each is part of the instrument, so a changed one means a new calibration.
+    reference_hash: str | None = None
+    jurors: tuple[str, ...] = ()
+    vote: str | None = None
 
-    def to_dict(self) -> dict[str, str]:
-        return {
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The models that judge: the panel's jurors, or the one judge."""
+        return self.jurors or (self.model,)
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
             "model": self.model,
             "rubric_hash": self.rubric_hash,
             "prompt_template_version": self.prompt_template_version,
             "verdict_schema_hash": self.verdict_schema_hash,
         }
+        # Only when there are: a report of a run without them keeps the keys it had.
+        if self.reference_hash is not None:
+            data["reference_hash"] = self.reference_hash
+        if self.jurors:
+            data.update(jurors=list(self.jurors), vote=self.vote)
+        return data
 
 
-def judge_record(suite: Suite, model: str) -> JudgeRecord:
+def panel_name(jurors: Sequence[str]) -> str:
+    """How reports name a panel where they name the judge."""
+    return f"panel({', '.join(jurors)})"
+
+
+def judge_record(suite: Suite, model: str, jurors: Sequence[str] = ()) -> JudgeRecord:
     rubrics = {"suite": suite.judge.rubric, "tasks": {t.id: t.rubric for t in suite.tasks}}
+    references = {
+        f"{task.id}\x1f{case.id}": case.reference_answer
+        for task in suite.tasks
+        for case in task.cases
+        if case.reference_answer is not None
+    }
     return JudgeRecord(
-        model=model,
+        model=panel_name(jurors) if jurors else model,
         rubric_hash=sha256_hex(rubrics),
         prompt_template_version=PROMPT_TEMPLATE_VERSION,
         verdict_schema_hash=sha256_hex(VERDICT_SCHEMA),
+        reference_hash=sha256_hex(references) if references else None,
+        jurors=tuple(jurors),
+        vote=suite.judge.vote if jurors else None,
     )
+
+
+def reference_block(suite: Suite, task_id: str, case_id: str) -> str:
+    """The prompt's reference answer section for a case ("" when it has none)."""
+    reference = suite.case(task_id, case_id).reference_answer
+    return "" if reference is None else REFERENCE_TEMPLATE.format(reference=reference)
 
 
 def rubric_for(suite: Suite, task_id: str) -> str:
@@ -138,6 +182,7 @@ def judge_request(
     )
     prompt = PROMPT_TEMPLATE.format(
         task_prompt=task_prompt(suite, pair.task, pair.case) if asked is None else asked,
+        reference=reference_block(suite, pair.task, pair.case),
         answer_1=answers[first],
         answer_2=answers[second],
     )
@@ -168,11 +213,12 @@ def judge_text_chars(
     characters together, without building it (the template is filled by plain
     substitution, so lengths add up). ``system``: the task's ``judge_system`` when the
     caller has it (every pair of a task shares it)."""
-    skeleton = PROMPT_TEMPLATE.format(task_prompt="", answer_1="", answer_2="")
+    skeleton = PROMPT_TEMPLATE.format(task_prompt="", reference="", answer_1="", answer_2="")
     asked = task_prompt(suite, pair.task, pair.case)
     if system is None:
         system = judge_system(suite, pair.task)
-    return len(system) + len(skeleton) + len(asked) + answer_chars
+    reference = reference_block(suite, pair.task, pair.case)
+    return len(system) + len(skeleton) + len(asked) + len(reference) + answer_chars
 
 
 def with_check_outcome(record: AnswerRecord) -> str:
@@ -246,6 +292,46 @@ def judge_pairs(
     sake. A pair's ``prompt``, when set, is its task prompt (``run_headline`` sets it), asked
     as it is instead of rendered again.
     """
+    judge_each([(pair, judge_model) for pair in pairs], records, suite, dispatcher)
+
+
+def judge_panel(
+    pairs: Sequence[Pair],
+    records: Sequence[AnswerRecord],
+    suite: Suite,
+    jurors: Mapping[str, Sequence[str]],
+    dispatcher: Dispatcher,
+) -> None:
+    """Every juror of a pair's task (``jurors``: task id -> jurors) judges every
+    non-excluded pair in both orders, all jurors' calls in the same batches as one judge's
+    (spec: "Judge panel"); each juror's calls land in ``pair.jurors``. A pair no majority of
+    its jurors judged is excluded with the reason most of them gave."""
+    views: list[tuple[Pair, str, Pair]] = []
+    for pair in pairs:
+        if pair.excluded is not None:
+            continue
+        for juror in jurors[pair.task]:
+            view = Pair(pair.suite, pair.task, pair.case, pair.baseline, pair.candidate)
+            view.prompt = pair.prompt
+            views.append((pair, juror, view))
+    judge_each([(view, juror) for _, juror, view in views], records, suite, dispatcher)
+    for pair, juror, view in views:
+        pair.jurors[juror] = JurorVerdicts(view.passes, view.asked_again, view.excluded)
+    for pair in pairs:
+        if pair.jurors and pair.panel_category is None:
+            reasons = Counter(v.excluded for v in pair.jurors.values() if v.excluded)
+            pair.excluded = reasons.most_common(1)[0][0] if reasons else "judge_error"
+
+
+def judge_each(
+    jobs: Sequence[tuple[Pair, str]],
+    records: Sequence[AnswerRecord],
+    suite: Suite,
+    dispatcher: Dispatcher,
+) -> None:
+    """``judge_pairs`` for (pair, judge model) jobs: one judge, or a panel's jurors."""
+    pairs = [pair for pair, _ in jobs]
+    model_of = {id(pair): model for pair, model in jobs}
     answers = {(r.task, r.case, r.model): with_check_outcome(r) for r in records}
     orders = (BASELINE_FIRST, CANDIDATE_FIRST)
     todo = [p for p in pairs if p.excluded is None]
@@ -269,7 +355,7 @@ def judge_pairs(
             part = wanted[start : start + JUDGE_BATCH_PASSES]
             requests = [
                 judge_request(
-                    judge_model, suite, pair, order, _texts(pair, answers), repeat,
+                    model_of[id(pair)], suite, pair, order, _texts(pair, answers), repeat,
                     asked=pair.prompt or None, system=systems[pair.task],
                 )
                 for pair, order in part

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -21,6 +22,8 @@ from ..run.records import (
 BASELINE_FIRST = "baseline_first"
 CANDIDATE_FIRST = "candidate_first"
 WIN, LOSS, TIE = "win", "loss", "tie"
+TIE_CATEGORY = "tie"
+CATEGORY_SCORES = {"candidate": 1.0, "baseline": 0.0, TIE_CATEGORY: 0.5}
 
 # Candidate's verdicts in the two passes (order-free) -> score.
 SCORES = {
@@ -72,6 +75,57 @@ class JudgePass(CallAccounting):
 
 
 @dataclass
+class JurorVerdicts:
+    """One juror's calls on a pair of a panel (spec: "Judge panel"): its two passes, the
+    verdicts it was asked again, and why it gave no verdict (None: it judged the pair)."""
+
+    passes: list[JudgePass] = field(default_factory=list)
+    asked_again: list[JudgePass] = field(default_factory=list)
+    excluded: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "passes": [_pass_dict(judge_pass) for judge_pass in self.passes],
+            "asked_again": [_pass_dict(judge_pass) for judge_pass in self.asked_again],
+            "excluded": self.excluded,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JurorVerdicts:
+        return cls(
+            passes=_read_passes(data.get("passes", [])),
+            asked_again=_read_passes(data.get("asked_again", [])),
+            excluded=data.get("excluded"),
+        )
+
+
+def _read_passes(entries: list[dict[str, Any]]) -> list[JudgePass]:
+    known = JudgePass.__dataclass_fields__
+    return [JudgePass(**{k: v for k, v in e.items() if k in known}) for e in entries]
+
+
+def _juror_verdicts(own: JurorVerdicts) -> list[str]:
+    return [v for p in own.passes if (v := p.candidate_verdict) is not None]
+
+
+def _category(score: float | None) -> str | None:
+    if score is None:
+        return None
+    return "candidate" if score > 0.5 else "baseline" if score < 0.5 else TIE_CATEGORY
+
+
+def majority(votes: Sequence[str | None]) -> str | None:
+    """The panel's category from its jurors' (None: that juror gave none): the category more
+    than half of the votes cast give, else a tie; None when no more than half the jurors
+    voted (the panel did not judge the pair)."""
+    cast = [vote for vote in votes if vote is not None]
+    if not cast or 2 * len(cast) <= len(votes):
+        return None
+    top, count = Counter(cast).most_common(1)[0]
+    return top if 2 * count > len(cast) else TIE_CATEGORY
+
+
+@dataclass
 class Pair:
     suite: str
     task: str
@@ -95,14 +149,56 @@ class Pair:
     check_override: bool = False
     # In the audit sample (judging/audit.py): its label, if any, enters the PPI estimate.
     audit: bool = False
+    # A panel's pair (spec: "Judge panel"): each juror's calls, by juror; ``passes`` stays
+    # empty and the verdict is the jurors' vote. Empty: one judge, whose are ``passes``.
+    jurors: dict[str, JurorVerdicts] = field(default_factory=dict)
 
     @property
     def calls(self) -> list[JudgePass]:
-        """Every judge call of the pair: its passes and the verdicts asked again."""
-        return [*self.passes, *self.asked_again]
+        """Every judge call of the pair: its passes and the verdicts asked again (every
+        juror's, for a panel)."""
+        own = [*self.passes, *self.asked_again]
+        return own + [j for v in self.jurors.values() for j in (*v.passes, *v.asked_again)]
+
+    @property
+    def all_passes(self) -> list[JudgePass]:
+        """The passes that hold verdicts: the judge's, or every juror's."""
+        return [*self.passes, *(j for v in self.jurors.values() for j in v.passes)]
+
+    def juror_view(self, juror: str) -> Pair:
+        """The pair as ``juror`` alone judged it: a single judge's pair, which calibration,
+        flips and position bias read as they read any judge's."""
+        view = Pair(self.suite, self.task, self.case, self.baseline, self.candidate)
+        own = self.jurors.get(juror)
+        if own is None:  # excluded before any juror was asked (an answer's fault)
+            view.excluded = self.excluded or "judge_not_run"
+        else:
+            view.excluded = own.excluded
+            view.passes, view.asked_again = own.passes, own.asked_again
+        view.audit = self.audit
+        return view
+
+    @property
+    def votes(self) -> dict[str, str | None]:
+        """Each juror's order-consistent verdict: the category its two passes give (a flip
+        or two ties is a tie), None when it gave none. Read from the passes, not through
+        ``juror_view`` (a Pair built per juror per access: a 10,000-pair panel's statistics
+        ask for the votes some 150,000 times; benchmarks/bench_panel.py)."""
+        result = {}
+        for juror, own in self.jurors.items():
+            verdicts = _juror_verdicts(own) if own.excluded is None else []
+            score = SCORES[frozenset(verdicts)] if len(verdicts) == 2 else None
+            result[juror] = _category(score)
+        return result
+
+    @property
+    def panel_category(self) -> str | None:
+        return majority(list(self.votes.values())) if self.excluded is None else None
 
     @property
     def judged(self) -> bool:
+        if self.jurors:
+            return self.panel_category is not None
         return self.excluded is None and len(self.verdicts) == 2
 
     @property
@@ -116,6 +212,9 @@ class Pair:
         # session finish ask a 10,000-pair run's scores some 150,000 times.
         if self.excluded is not None:
             return None
+        if self.jurors:
+            category = self.panel_category
+            return None if category is None else CATEGORY_SCORES[category]
         verdicts = self.verdicts
         return SCORES[frozenset(verdicts)] if len(verdicts) == 2 else None
 
@@ -130,7 +229,29 @@ class Pair:
 
     @property
     def flip(self) -> bool:
+        if self.jurors:  # a panel flips when most of its jurors flipped
+            flips = [
+                own.excluded is None and set(_juror_verdicts(own)) == {WIN, LOSS}
+                for own in self.jurors.values()
+            ]
+            return self.judged and 2 * sum(flips) > len(flips)
         return self.judged and set(self.verdicts) == {WIN, LOSS}
+
+    @property
+    def bias_passes(self) -> list[JudgePass]:
+        """The passes position bias reads: the judge's, or for a panel one per order whose
+        slot is the one most of the jurors' verdicts in that order chose (None without a
+        strict majority), so the panel's slot preference is measured like a judge's."""
+        if not self.jurors:
+            return self.passes
+        result = []
+        for order in (BASELINE_FIRST, CANDIDATE_FIRST):
+            slots = [
+                next((p.winner_slot for p in verdicts.passes if p.order == order), None)
+                for verdicts in self.jurors.values()
+            ]
+            result.append(JudgePass(order=order, winner_slot=majority(slots)))
+        return result
 
     @property
     def outcome(self) -> str | None:
@@ -139,6 +260,11 @@ class Pair:
             return None
         if self.check_override:
             return WIN if self.score == 1.0 else LOSS
+        if self.jurors:
+            category = self.panel_category
+            if self.flip:
+                return "flip"
+            return {"candidate": WIN, "baseline": LOSS}.get(category or "", TIE)
         verdicts = set(self.verdicts)
         if len(verdicts) == 1:
             return verdicts.pop()
@@ -158,17 +284,17 @@ class Pair:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Pair:
         """A pair as pairs.jsonl stores it (the derived keys are recomputed, not read)."""
-        pass_fields = JudgePass.__dataclass_fields__
-
-        def read(entries: list[dict[str, Any]]) -> list[JudgePass]:
-            return [JudgePass(**{k: v for k, v in e.items() if k in pass_fields}) for e in entries]
-
         fields = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(
             **{
                 **fields,
-                "passes": read(data.get("passes", [])),
-                "asked_again": read(data.get("asked_again", [])),
+                "passes": _read_passes(data.get("passes", [])),
+                "asked_again": _read_passes(data.get("asked_again", [])),
+                # absent from pairs.jsonl before panels: a single judge's pair
+                "jurors": {
+                    juror: JurorVerdicts.from_dict(entry)
+                    for juror, entry in data.get("jurors", {}).items()
+                },
             }
         )
 
@@ -185,6 +311,19 @@ class Pair:
             flip=self.flip,
             outcome=self.outcome,
         )
+        if self.jurors:
+            votes = self.votes
+            cast = [vote for vote in votes.values() if vote is not None]
+            data["jurors"] = {juror: v.to_dict() for juror, v in self.jurors.items()}
+            data["panel"] = {
+                "votes": votes,
+                "verdict": self.panel_category,
+                "unanimous": len(set(cast)) == 1 and len(cast) == len(votes),
+                # the jurors that voted disagreed, and no category had more than half
+                "no_majority": bool(cast) and 2 * Counter(cast).most_common(1)[0][1] <= len(cast),
+            }
+        else:
+            del data["jurors"]
         return data
 
 

@@ -176,7 +176,8 @@ def ineligible_reasons(
 
 
 def position_bias(pairs: Sequence[Pair]) -> PositionBias:
-    decisive = [p for pair in pairs for p in pair.passes if p.winner_slot in ("1", "2")]
+    # A panel's pair: one pass per order, the slot most of its jurors chose (bias_passes).
+    decisive = [p for pair in pairs for p in pair.bias_passes if p.winner_slot in ("1", "2")]
     return PositionBias(len(decisive), sum(p.winner_slot == "1" for p in decisive))
 
 

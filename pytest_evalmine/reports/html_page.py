@@ -26,6 +26,7 @@ from .html_data import script_json_pieces
 from .html_grid import with_grid
 from .html_labelling import CRITERION_PANEL, labelling_data, labelling_html
 from .html_markup import CSP, as_float, asset, esc, page_css, verdict_css
+from .html_panel import panel_html
 from .html_summary import (
     calibration_html,
     exclusions_html,
@@ -110,7 +111,7 @@ def html_pieces(
     if report.get("gate"):
         parts.append(section_html(gate_section(report["gate"]), "gate"))
     if headline:
-        parts += [calibration_html(headline), win_rates_html(headline)]
+        parts += [calibration_html(headline), panel_html(headline), win_rates_html(headline)]
     if report.get("binary_judges"):
         parts.append(section_html(binary_section(report["binary_judges"]), "binary-judges"))
     elif report.get("binary_judges_note"):

@@ -34,6 +34,7 @@ def summary_ranking(summary: Any) -> dict[str, Any] | None:
         return None
     headline = summary.headline
     strengths: list[dict[str, Any]] = []
+    judge_aware = None
     eligible, reasons = False, ["no judged pairs"]
     if headline is not None:
         comparisons = [
@@ -53,6 +54,7 @@ def summary_ranking(summary: Any) -> dict[str, Any] | None:
         ]
         if not strengths:
             reasons.append("no judged pairs")
+        judge_aware = _judge_aware(headline, models, summary.suite_hash)
     win_rates = {r.candidate: r.win_rate for r in headline.overall} if headline else {}
     strength_of = {row["model"]: row["strength"] for row in strengths}
     rows = []
@@ -89,7 +91,35 @@ def summary_ranking(summary: Any) -> dict[str, Any] | None:
         "ineligible_reasons": [] if eligible else reasons,
         "cost_quality": rows,
         "pareto_front": fronts,
+        "judge_aware": judge_aware,
     }
+
+
+def _judge_aware(headline: Any, models: list[str], suite_hash: str) -> dict[str, Any] | None:
+    """With a panel and ``judge.pairs: all`` (pairs between candidates exist): the
+    judge-aware ranking over every juror's own verdict on every judged pair (its two passes'
+    score, before any check override: it measures the juror), else None."""
+    if getattr(headline, "panel", None) is None or not headline.other_pairs:
+        return None
+    from ..stats.judge_aware import JurorComparison, judge_aware_bradley_terry
+
+    jurors = [row.juror for row in headline.panel.jurors]
+    comparisons = []
+    for pair in headline.all_pairs:
+        if not pair.judged:
+            continue
+        for juror in pair.jurors:
+            share = pair.juror_view(juror).judge_score
+            if share is not None:
+                comparisons.append(
+                    JurorComparison(
+                        f"{pair.task}/{pair.case}", juror, pair.candidate, pair.baseline, share
+                    )
+                )
+    ranking = judge_aware_bradley_terry(
+        comparisons, models, jurors, seed=seed_from(suite_hash, "judge_aware_ranking")
+    )
+    return ranking.to_dict() if ranking else None
 
 
 def _strength_text(value: Any) -> str:
@@ -129,12 +159,39 @@ def ranking_lines(ranking: dict[str, Any]) -> list[str]:
             f"strength {_strength_text(row['strength'])}"
             + (f"; Pareto front ({', '.join(front)})" if front else "; dominated")
         )
+    lines.extend(judge_aware_lines(ranking.get("judge_aware")))
     fronts = ranking.get("pareto_front") or {}
     shown_fronts = [
         f"{QUALITIES[q]}: {', '.join(models)}" for q, models in fronts.items() if models
     ]
     if shown_fronts:
         lines.append("Pareto front (no model as good for less): " + "; ".join(shown_fronts))
+    return lines
+
+
+def _shown(interval: dict[str, Any] | None, signed: bool = True) -> str:
+    if not interval or interval.get("low") is None:
+        return ""
+    form = "+.2f" if signed else ".2f"
+    return f" [{interval['low']:{form}}, {interval['high']:{form}}]"
+
+
+def judge_aware_lines(judge_aware: dict[str, Any] | None) -> list[str]:
+    """The judge-aware ranking's strengths and each juror's weight (the weights average 1;
+    near 0: the juror's verdicts carry no information about the models)."""
+    if not judge_aware:
+        return []
+    lines = ["Judge-aware ranking (each juror weighted by how consistently it separates them):"]
+    for row in judge_aware["strengths"]:
+        lines.append(
+            f"  {row['rank']}. {row['model']}: strength {_strength_text(row['strength'])}"
+            f"{_shown(row['interval'])}"
+        )
+    for row in judge_aware["juror_weights"]:
+        lines.append(
+            f"  juror {row['juror']}: weight {row['weight']:.2f}"
+            f"{_shown(row['interval'], signed=False)} over {row['verdicts']} verdicts"
+        )
     return lines
 
 

@@ -21,6 +21,8 @@ from ..stats.proportions import Proportion
 from .compare import routing_note
 from .cross_run import cross_run_lines
 from .labelling import Suggestion, nothing_to_label
+from .panel_section import TITLE as PANEL_TITLE
+from .panel_section import panel_lines, reference_lines
 from .power_section import TITLE as POWER_TITLE
 from .power_section import power_lines
 from .ranking_section import TITLE as RANKING_TITLE
@@ -95,6 +97,8 @@ def calibration_section(headline: Headline) -> Section:
             "which this run did not compare; --evalmine-models="
             f"{pair['baseline']},{pair['candidate']} would match them"
         )
+    if headline.by_reference is not None:
+        section.lines += reference_lines(headline.by_reference)
     names = ("baseline", "tie", "candidate")
     rows = [
         (f"human: {name}", *(str(v) for v in row))
@@ -705,7 +709,12 @@ def report_sections(summary: RunSummary) -> list[Section]:
     if summary.regression_failures:
         sections.append(regressions_section(summary))
     if headline is not None:
-        sections += [calibration_section(headline), win_rate_section(headline, summary.scores)]
+        sections.append(calibration_section(headline))
+        if headline.panel is not None:
+            panel = headline.panel.to_dict()
+            lines = panel_lines(panel, headline.calibration.kappa.value)
+            sections.append(Section(PANEL_TITLE, lines=lines))
+        sections.append(win_rate_section(headline, summary.scores))
     elif summary.score_only:
         sections.append(scores_section(summary))
     elif summary.judge_note:

@@ -27,7 +27,9 @@ from .model import (
     DEFAULT_MIN_RECALL,
     DEFAULT_MOVER_THRESHOLD,
     DEFAULT_TIMEOUT_S,
+    MAJORITY,
     NO_GOLD,
+    VOTE_RULES,
     Case,
     CheckSpec,
     Criterion,
@@ -243,6 +245,7 @@ def _build(
                 schema=raw.get("schema"),
                 rubric=raw.get("rubric"),
                 judge=bool(raw.get("judge", True)),
+                panel=_panel(raw.get("judge"), shown, f"{where}.judge", problems),
                 params=params,
                 cases=tuple(cases),
                 schema_refs=sources.schema_refs.get(index),
@@ -283,6 +286,8 @@ def _build(
         min_recall=float(criteria.get("min_recall", DEFAULT_MIN_RECALL)),
         audit_fraction=(None if audit.get("fraction") is None else float(audit["fraction"])),
         pairs=judge_raw.get("pairs", "baseline"),
+        panel=_panel(judge_raw, shown, "$.judge", problems),
+        vote=judge_raw.get("vote", MAJORITY),
     )
     return Suite(
         path=path,
@@ -305,6 +310,34 @@ def _build(
         variant_names=variant_names,
         batch=document.get("batch", False),
     )
+
+
+def _panel(raw: Any, shown: str, where: str, problems: Problems) -> tuple[str, ...]:
+    """The jurors of ``judge: {panel: [...], vote: ...}`` (spec: "Judge panel"): at least two,
+    none twice, and a vote rule this plugin knows; () when ``raw`` declares no panel."""
+    if not isinstance(raw, dict) or "panel" not in raw:
+        return ()
+    jurors = list(raw["panel"])
+    if len(jurors) < 2:
+        problems.add(
+            shown,
+            f"{where}.panel",
+            f"a panel needs at least 2 jurors ({len(jurors)} given); for one judge write "
+            "judge.model",
+        )
+    for number, juror in enumerate(jurors):
+        if juror in jurors[:number]:
+            problems.add(
+                shown, f"{where}.panel[{number}]", f"juror {quoted(juror)} is listed twice"
+            )
+    vote = raw.get("vote", MAJORITY)
+    if vote not in VOTE_RULES:
+        problems.add(
+            shown,
+            f"{where}.vote",
+            f"unknown vote rule {quoted(vote)} (known: {', '.join(VOTE_RULES)})",
+        )
+    return tuple(dict.fromkeys(jurors))
 
 
 def _refuse_repeated_models(models: Any, shown: str, problems: Problems) -> None:
@@ -374,6 +407,7 @@ def _build_cases(
                 vars=values,
                 gold=raw_case.get("gold", NO_GOLD),
                 expected=dict(raw_case.get("expected", {})),
+                reference_answer=raw_case.get("reference"),
             )
         )
     return cases

@@ -32,6 +32,9 @@ DEFAULT_MOVER_THRESHOLD = 0.15
 # and each recall's Wilson lower bound at least this high (spec: "Binary judges").
 DEFAULT_MIN_LABELS_PER_CLASS = 10
 DEFAULT_MIN_RECALL = 0.6
+# A panel's vote rules (spec: "Judge panel"): majority is the one there is.
+MAJORITY = "majority"
+VOTE_RULES = (MAJORITY,)
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,8 @@ class Case:
     vars: dict[str, Any]
     gold: Any = NO_GOLD
     expected: dict[str, Any] = field(default_factory=dict)
+    # The reference answer the judge is shown (spec: "Reference answers"); None: none.
+    reference_answer: str | None = None
 
     def reference(self, check: CheckSpec) -> Any:
         """What ``check`` compares with: the case's ``expected`` entry for the check, else
@@ -139,6 +144,8 @@ class Task:
     # The variants this task can be asked with: the suite's, then the task's own (which
     # replace a suite variant of the same name), by name.
     variants: dict[str, Variant] = field(default_factory=dict, repr=False)
+    # ``judge: {panel: [...]}`` on the task: its own jurors instead of the suite's
+    panel: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -181,6 +188,9 @@ class JudgeConfig:
     # judge.pairs: "baseline" (each candidate against the baseline) or "all" (every two
     # models, for the ranking; win rates still read the baseline's pairs only)
     pairs: str = "baseline"
+    # judge.panel: the jurors of a panel (spec: "Judge panel"); empty: the one judge.model
+    panel: tuple[str, ...] = ()
+    vote: str = "majority"
 
 
 @dataclass(frozen=True)

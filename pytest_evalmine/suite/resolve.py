@@ -83,6 +83,7 @@ def _inline_files(
             sources.cases[index] = [
                 (shown, f"{where}.cases[{i}]") for i in range(len(task.get("cases", [])))
             ]
+        _inline_references(task, sources.cases.get(index, []), base, shown, problems, roots)
         if "schema" in task:
             schema_where = "$" if schema_file != path else f"{where}.schema"
             checked = check_task_schema(
@@ -101,6 +102,33 @@ def _inline_files(
     else:
         sources.labels = [(shown, f"$.labels[{i}]") for i in range(len(document.get("labels", [])))]
     return sources
+
+
+def _inline_references(
+    task: dict[str, Any],
+    origins: list[tuple[str, str]],
+    base: Path,
+    shown: str,
+    problems: Problems,
+    roots: Roots,
+) -> None:
+    """A case's ``reference: {file: PATH}`` replaced by the file's text (spec: "Reference
+    answers"): relative to the suite file and held to its data roots, as ``cases_path`` is.
+    Inlined before the suite hash is taken, so an edit to the file changes it."""
+    cases = task.get("cases")
+    if not isinstance(cases, list):
+        return
+    for number, case in enumerate(cases):
+        reference = case.get("reference") if isinstance(case, dict) else None
+        if not isinstance(reference, dict):
+            continue
+        file, where = origins[number] if number < len(origins) else (shown, "$")
+        target = _resolve(base, reference["file"], file, f"{where}.reference.file", problems, roots)
+        case = cases[number] = dict(case)
+        if target is None:
+            del case["reference"]
+            continue
+        case["reference"] = read_text(target, _shown_ref(shown, reference["file"]))
 
 
 def _shown_ref(shown: str, relative: str) -> str:
