@@ -29,6 +29,7 @@ from ..judging.gate import BLOCK, INVESTIGATE
 from ..judging.headline import Headline, run_headline
 from ..options import gate_from_spec
 from ..options import report_root as checked_report_root
+from ..reports.case_groups import CaseGroups, case_fields, group_cases
 from ..reports.compare import compare as compare_reports
 from ..reports.compare import find_previous, other_suite
 from ..reports.compare import load as load_report
@@ -172,6 +173,7 @@ def finish_run(
                     report_root,
                     session.rootdir,
                     session.settings.compare,
+                    compare_groups(session, suite),
                 )
                 summary = _replaced(summary, changes=changes)
                 report["changes"] = changes  # what summary.to_json() would give now, unbuilt
@@ -410,11 +412,24 @@ def _is_run_report(report: Any) -> bool:
 
 def check_compare(session: EvalSession, suites: Iterable[Suite]) -> None:
     """Once the run's suites are known and before any call: ``--evalmine-compare`` names a
-    readable run report for each (``EvalmineError`` otherwise), so a run is never paid for
-    only to lose its reports at session finish."""
-    if session.settings.compare:
-        for suite in suites:
+    readable run report for each and ``--evalmine-compare-by`` a field of each one's cases
+    (``EvalmineError`` otherwise), so a run is never paid for only to lose its reports at
+    session finish."""
+    for suite in suites:
+        if session.settings.compare:
             previous_report(session, suite, report_root_of(session))
+        compare_groups(session, suite)
+
+
+def compare_groups(session: EvalSession, suite: Suite) -> CaseGroups | None:
+    """``--evalmine-compare-by``'s groups of ``suite``'s cases (``EvalmineError`` naming the
+    fields there are for a field no case has); None without the option."""
+    field = session.settings.values.get("compare_by")
+    if not field:
+        return None
+    return group_cases(
+        field, case_fields(suite.tasks), f"suite {suite.name!r}", "--evalmine-compare-by"
+    )
 
 
 def report_root_of(session: EvalSession) -> Path:

@@ -3,7 +3,8 @@ model of run B over the cases (task, case) both runs answered, even when the sui
 between. The statistics are the in-run paired comparison's (``scoring.paired.compare_answers``
 over ``stats.paired``), fed with one model's answers from each run; this module adds what only
 two runs have: which tasks changed, which cases only one run has, how many parsed answers
-changed, each run's own noise floor and the win rates side by side.
+changed, each run's own noise floor, the win rates side by side and, with ``--by``, each
+metric per group of cases (``reports.case_groups``). Its words: ``reports.cross_run_text``.
 
 Works on report.json documents and answer records, so any two stored runs compare without a
 call; the dict it returns is report.json's ``changes.cases``."""
@@ -37,6 +38,7 @@ from ..stats.paired import noise_floor
 from ..stats.proportions import Proportion
 from ..stats.resample import Cluster, mean_interval
 from ..suite.content import TASK_CONTENT_FIELDS, VARIANT_FIELDS
+from .case_groups import CaseGroups, grouped
 from .cross_run_text import EXCLUDED, answers_verdict, verdict
 
 EXAMPLES = 5  # worse and better cases shown per comparison, each
@@ -128,10 +130,15 @@ def _side(part: str, entry: str) -> tuple[str, str]:
 
 # the comparison ------------------------------------------------------------------------------
 def cross_run(
-    a: RunSide, b: RunSide, requested: Sequence[str] = (), allow_other_suite: bool = False
+    a: RunSide,
+    b: RunSide,
+    requested: Sequence[str] = (),
+    allow_other_suite: bool = False,
+    by: CaseGroups | None = None,
 ) -> dict[str, Any]:
     """Run B against run A, case by case (report.json ``changes.cases``, spec "Compare").
-    Runs of two suites are paired by task and case ids only with ``allow_other_suite``."""
+    Runs of two suites are paired by task and case ids only with ``allow_other_suite``;
+    ``by`` adds each metric's paired comparison per group of cases (``--by FIELD``)."""
     suite_a, suite_b = _suite_name(a), _suite_name(b)
     if suite_a != suite_b and not allow_other_suite:
         raise EvalmineError(
@@ -156,7 +163,8 @@ def cross_run(
         "tasks": task_changes(a.report, b.report),
         "cases_only_in_a": [_case(c) for c in sorted(cases_a - cases_b)],
         "cases_only_in_b": [_case(c) for c in sorted(cases_b - cases_a)],
-        "models": [_compare_models(a, b, model_a, model_b) for model_a, model_b in pairs],
+        "by": {"field": by.field, "source": by.source} if by else None,
+        "models": [_compare_models(a, b, model_a, model_b, by) for model_a, model_b in pairs],
         "win_rates": _win_rates(a.report, b.report),
         "note": None,
     }
@@ -231,7 +239,9 @@ def variant_changes(
     return changes
 
 
-def _compare_models(a: RunSide, b: RunSide, model_a: str, model_b: str) -> dict[str, Any]:
+def _compare_models(
+    a: RunSide, b: RunSide, model_a: str, model_b: str, by: CaseGroups | None
+) -> dict[str, Any]:
     answers_a = answers_by_case(a.records, model_a)
     answers_b = answers_by_case(b.records, model_b)
     both = sorted(set(answers_a) & set(answers_b))
@@ -249,7 +259,7 @@ def _compare_models(a: RunSide, b: RunSide, model_a: str, model_b: str) -> dict[
         # From what was compared, not the run ids (their tokens are random): two reruns of
         # the same pair of suites reproduce every interval, as in-run comparisons do.
         seed = seed_from(_suite_hash(a), _suite_hash(b), "cross_run", model_a, model_b, metric)
-        metrics.append(_metric(paired, metric, seed, answers_a, answers_b))
+        metrics.append(_metric(paired, metric, seed, answers_a, answers_b, by))
     entry: dict[str, Any] = {
         "model_a": model_a,
         "model_b": model_b,
@@ -276,7 +286,12 @@ def _suite_hash(side: RunSide) -> str:
 
 
 def _metric(
-    paired: PairedAnswers, metric: str, seed: int, answers_a: Answers, answers_b: Answers
+    paired: PairedAnswers,
+    metric: str,
+    seed: int,
+    answers_a: Answers,
+    answers_b: Answers,
+    by: CaseGroups | None,
 ) -> dict[str, Any]:
     score = METRIC_SCORES[metric]
     keys = [(c.stratum, c.case) for c in paired.cases]
@@ -318,6 +333,7 @@ def _metric(
         "excluded_cases": result.excluded,
         "worse_examples": [_example(e) for e in result.worse],
         "better_examples": [_example(e) for e in result.better],
+        "groups": grouped(paired, metric, seed, by) if by else None,
     }
     entry["verdict"] = verdict(entry)
     return entry

@@ -191,6 +191,11 @@ def cross_run_lines(data: dict[str, Any]) -> tuple[list[str], list[str]]:
     )
     if data.get("note"):
         lines.append(data["note"])
+    if data.get("by"):
+        lines.append(
+            f"grouped by {data['by']['field']} (as {data['by']['source']} gives it): each "
+            "group's interval is a 95 % interval of its own, not a joint one"
+        )
     for pair in data["models"]:
         lines.append(
             f"A {pair['model_a']}{_build(pair['build_a'])} -> "
@@ -199,6 +204,7 @@ def cross_run_lines(data: dict[str, Any]) -> tuple[list[str], list[str]]:
         for m in pair["metrics"]:
             lines.append(_numbers(m))
             lines.append(f"verdict: {m['verdict']}")
+            lines.extend(group_lines(m, (data.get("by") or {}).get("field", "")))
             for label in ("worse", "better"):
                 for e in m[f"{label}_examples"]:
                     detail.append(
@@ -262,3 +268,26 @@ def _win_rate(side: dict[str, Any]) -> str:
     shown = f" [{percent(interval['low'])}, {percent(interval['high'])}]" if interval else ""
     text = f"{percent(side['win_rate'])}{shown} (n={side.get('n')})"
     return text if side.get("headline_eligible") else f"{text}{DAGGER} UNCALIBRATED"
+
+
+def group_lines(m: dict[str, Any], field: str) -> list[str]:
+    """``--by FIELD``: one line per group of cases, with its verdict."""
+    return [f"  {_group_line(g, m['metric'], field)}" for g in m.get("groups") or ()]
+
+
+def _group_line(group: dict[str, Any], metric: str, field: str) -> str:
+    name = f"{field} = {group['value']}" if group["value"] is not None else f"(no {field})"
+    show = percent if metric == ALL_PASS else number
+    delta, interval = group.get("delta"), group.get("interval")
+    if delta is None or interval is None:
+        return f"{name}: no case answered by both runs"
+    low, high = interval["low"], interval["high"]
+    if low <= 0 <= high:
+        said = "cannot be told apart (the interval includes 0)"
+    else:
+        said = f"B {'higher' if low > 0 else 'lower'} than A"
+    return (
+        f"{name}: {group['cases']} cases, A {show(group['a_mean'])}, B "
+        f"{show(group['b_mean'])}; delta {_pts(delta)} pts [{_pts(low)}, {_pts(high)}]; worse "
+        f"{group['worse']}, better {group['better']}, same {group['same']}: {said}"
+    )
