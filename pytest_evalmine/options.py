@@ -355,6 +355,12 @@ OPTIONS: tuple[Option, ...] = (
         metavar="RUN",
     ),
     Option(
+        "compare_by",
+        "in the comparison with an earlier run, each metric's paired delta per group of cases "
+        "by FIELD: a key of the cases' vars, task or gold",
+        metavar="FIELD",
+    ),
+    Option(
         "run_name",
         "a name for this run; the latest run of a name is NAME, earlier ones NAME~1, NAME~2; "
         "the same on every shard, so `evalmine merge NAME` builds one run from their partial runs",

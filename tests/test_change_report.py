@@ -244,7 +244,8 @@ def test_changed_answers_get_a_verdict_against_the_repeats_churn(
 
 
 def test_an_example_shows_the_repeat_that_changed_quoted_once() -> None:
-    from pytest_evalmine.reports.cross_run import RunSide, cross_run, cross_run_lines
+    from pytest_evalmine.reports.cross_run import RunSide, cross_run
+    from pytest_evalmine.reports.cross_run_text import cross_run_lines
 
     from .test_cross_run import rec, report
 

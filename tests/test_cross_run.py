@@ -16,14 +16,13 @@ from scipy.stats import t as student_t
 from pytest_evalmine.commands.cli import main
 from pytest_evalmine.errors import EvalmineError
 from pytest_evalmine.reports.cross_run import (
-    NO_FLOOR,
     RunSide,
     cross_run,
-    cross_run_lines,
     model_pairs,
     parsed_answer,
     recorded_builds,
 )
+from pytest_evalmine.reports.cross_run_text import NO_FLOOR, cross_run_lines
 from pytest_evalmine.run.records import AnswerRecord
 from pytest_evalmine.stats.estimators import seed_from
 from pytest_evalmine.stats.paired import PairedCase, compare_paired

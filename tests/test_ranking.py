@@ -194,14 +194,22 @@ def test_three_model_run_reports_the_ranking_and_the_pareto_front(pytester: pyte
     assert rows["fake/alpha"]["baseline"] and rows["fake/alpha"]["win_rate"] is None
     front = ranking["pareto_front"]["strength"]
     assert front and all(rows[m]["pareto"]["strength"] for m in front)
+    # told apart as stronger: a higher strength whose interval does not overlap (not tied)
+    ahead = {
+        (x["model"], y["model"])
+        for x in strengths
+        for y in strengths
+        if x["strength"] > y["strength"] and y["model"] not in x["tied_with"]
+    }
     expected_front = pareto_front(
-        [CostQuality(m, r["strength"], r["cost_per_case_usd"]) for m, r in rows.items()]
+        [CostQuality(m, r["strength"], r["cost_per_case_usd"]) for m, r in rows.items()],
+        lambda x, y: (x, y) in ahead,
     )
     assert front == expected_front
     out = result.stdout.str()
     assert (
         "-- Ranking and cost (Bradley-Terry" in out
-        and "Pareto front (no model as good for less)" in out
+        and "Pareto front (no model told apart as better for no more)" in out
     )
     assert "UNCALIBRATED" in out.split("-- Ranking and cost")[1]
     run_dir = newest_run_dir(pytester.path)
@@ -254,11 +262,14 @@ def _summary(eligible: bool):
         for m, cost in (("alpha", 0.4), ("beta", 0.8), ("gamma", 0.2))
     ]
     records = [
-        SimpleNamespace(model=m, task="t", case=f"c{i}")
+        SimpleNamespace(
+            model=m, task="t", case=f"c{i}", repeat=0, outcome="passed" if i < 2 else "failed"
+        )
         for m in ("alpha", "beta", "gamma")
         for i in range(4)
     ]
     return SimpleNamespace(
+        paired=[],
         models=["alpha", "beta", "gamma"],
         headline=headline,
         scores=scores,
@@ -290,7 +301,7 @@ def test_ranking_carries_the_win_rates_calibration_flag():
     assert flagged["pareto_front"]["strength"] == ["alpha", "beta", "gamma"]
     # all pass the same: only the cheapest is on that front
     assert flagged["pareto_front"]["all_pass"] == ["gamma"]
-    assert any("Pareto front (no model as good for less)" in line for line in lines)
+    assert any("Pareto front (no model told apart as better for no more)" in line for line in lines)
 
 
 def test_judge_pairs_all_judges_every_two_models_and_the_estimate_counts_them(

@@ -138,6 +138,12 @@ def build_parser() -> Parser:
         action="store_true",
         help="pair runs of two different suites by their task and case ids (refused otherwise)",
     )
+    compare.add_argument(
+        "--by",
+        metavar="FIELD",
+        help="also each metric's paired delta per group of cases by FIELD: a key of the "
+        "cases' vars, task or gold (read from the runs' suite file)",
+    )
     compare.add_argument("--json", action="store_true", help="print the changes as JSON")
     report_dir(compare)
 
@@ -480,7 +486,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     before = find_run(args.run_a, _report_root(args), args.rootdir)
     after = find_run(args.run_b, _report_root(args), args.rootdir)
-    changes = comparison(before, after, args.model, args.allow_other_suite)
+    changes = comparison(before, after, args.model, args.allow_other_suite, args.by, args.rootdir)
     if args.json:
         print(json.dumps(changes, indent=2))
         return 0

@@ -29,6 +29,7 @@ from ..judging.gate import BLOCK, INVESTIGATE
 from ..judging.headline import Headline, run_headline
 from ..options import gate_from_spec
 from ..options import report_root as checked_report_root
+from ..reports.case_groups import CaseGroups, case_fields, group_cases
 from ..reports.compare import compare as compare_reports
 from ..reports.compare import find_previous, other_suite
 from ..reports.compare import load as load_report
@@ -166,6 +167,7 @@ def finish_run(
                 fail_on_ineligible=session.settings.fail_under_calibration
                 or suite.judge.on_below_floor == "fail",
                 pytest_html=pytest_html,
+                groups=compare_groups(session, suite),
                 then=lambda suite=suite, records=records, headline=headline, binary=binary: (
                     _write_recording(session, suite, records, headline, binary)
                 ),
@@ -185,10 +187,12 @@ def write_suite_run(
     fail_on_ineligible: bool,
     pytest_html: Path | None = None,
     then: Callable[[], object] | None = None,
+    groups: CaseGroups | None = None,
 ) -> FinishedSuite:
     """The end of one suite's run, for a pytest run and for ``evalmine merge`` alike: what
     changed since the run it compares with (``compare``, else latest.json's), the run folder
-    written, latest.json moved when ``move_latest``, then ``then`` (the recording). A failure
+    written, latest.json moved when ``move_latest``, then ``then`` (the recording); ``groups``:
+    ``--evalmine-compare-by``'s groups of the cases (the comparison per group). A failure
     to write is kept as ``not_written``: the summary is still shown, and the run fails
     (exit 3)."""
     run_dir: Path | None = None
@@ -207,7 +211,7 @@ def write_suite_run(
         if previous is not None:
             changes = compare_reports(report, previous, mover_threshold)
             changes["cases"], changes["cases_note"] = case_changes(
-                report, summary.records, previous, report_root, rootdir, compare
+                report, summary.records, previous, report_root, rootdir, compare, groups
             )
             summary = _replaced(summary, changes=changes)
             report["changes"] = changes  # what summary.to_json() would give now, unbuilt
@@ -463,11 +467,24 @@ def _is_run_report(report: Any) -> bool:
 
 def check_compare(session: EvalSession, suites: Iterable[Suite]) -> None:
     """Once the run's suites are known and before any call: ``--evalmine-compare`` names a
-    readable run report for each (``EvalmineError`` otherwise), so a run is never paid for
-    only to lose its reports at session finish."""
-    if session.settings.compare:
-        for suite in suites:
+    readable run report for each and ``--evalmine-compare-by`` a field of each one's cases
+    (``EvalmineError`` otherwise), so a run is never paid for only to lose its reports at
+    session finish."""
+    for suite in suites:
+        if session.settings.compare:
             previous_report(session, suite, report_root_of(session))
+        compare_groups(session, suite)
+
+
+def compare_groups(session: EvalSession, suite: Suite) -> CaseGroups | None:
+    """``--evalmine-compare-by``'s groups of ``suite``'s cases (``EvalmineError`` naming the
+    fields there are for a field no case has); None without the option."""
+    field = session.settings.values.get("compare_by")
+    if not field:
+        return None
+    return group_cases(
+        field, case_fields(suite.tasks), f"suite {suite.name!r}", "--evalmine-compare-by"
+    )
 
 
 def report_root_of(session: EvalSession) -> Path:

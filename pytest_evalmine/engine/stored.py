@@ -16,6 +16,7 @@ from ..judging.criteria import CriterionVerdict
 from ..judging.headline import headline_from_pairs
 from ..judging.pairs import Pair
 from ..options import GateConfig, project_folders
+from ..reports.case_groups import CaseGroups, case_fields, group_cases
 from ..reports.compare import compare as compare_reports
 from ..reports.compare import find_previous, resolve
 from ..reports.compare import load as load_report
@@ -72,11 +73,36 @@ def cases_between(
     after: StoredRun,
     models: Sequence[str] = (),
     allow_other_suite: bool = False,
+    by: str | None = None,
+    rootdir: Path | None = None,
 ) -> dict[str, Any]:
     """Run ``after`` (B) against run ``before`` (A), case by case (spec: "Compare");
     ``models``: the ``--model`` entries that pair the runs' models; runs of two suites are
-    refused unless ``allow_other_suite``."""
-    return cross_run(before.side(), after.side(), models, allow_other_suite)
+    refused unless ``allow_other_suite``; ``by``: a case field to compare per group of
+    (``--by``), read from the runs' suite file under ``rootdir``."""
+    groups = stored_groups(by, (after, before), rootdir or Path.cwd()) if by else None
+    return cross_run(before.side(), after.side(), models, allow_other_suite, groups)
+
+
+def stored_groups(field: str, runs: Sequence[StoredRun], rootdir: Path) -> CaseGroups:
+    """The cases grouped by ``field`` as the first of ``runs`` whose suite file can be read
+    gives them (run B's, then run A's): answers.jsonl holds no vars, the suite file does. Said
+    when the file changed since that run (its vars may differ from what the run asked)."""
+    problems: list[str] = []
+    for run in runs:
+        suite_info = run.report().get("suite") or {}
+        shown = str(suite_info.get("file"))
+        try:
+            suite = load_suite(rootdir / shown, shown=shown, roots=project_folders(rootdir))
+        except (EvalmineError, OSError) as exc:
+            problems.append(f"{shown}: {exc}")
+            continue
+        since = "" if suite.hash == suite_info.get("hash") else f", changed since run {run.run_id}"
+        return group_cases(field, case_fields(suite.tasks), f"suite file {shown}{since}")
+    raise EvalmineError(
+        f"--by {field}: the cases' fields come from the runs' suite file, and it cannot be "
+        f"read: {'; '.join(dict.fromkeys(problems))}"
+    )
 
 
 def comparison(
@@ -84,11 +110,14 @@ def comparison(
     after: StoredRun,
     models: Sequence[str] = (),
     allow_other_suite: bool = False,
+    by: str | None = None,
+    rootdir: Path | None = None,
 ) -> dict[str, Any]:
     """What ``evalmine compare BEFORE AFTER`` shows (spec: "Compare"): report.json's deltas
-    and the case-by-case comparison, for the command and the suite's index alike."""
+    and the case-by-case comparison (per group of ``by``), for the command and the suite's
+    index alike."""
     changes = compare_reports(after.report(), before.report())
-    changes["cases"] = cases_between(before, after, models, allow_other_suite)
+    changes["cases"] = cases_between(before, after, models, allow_other_suite, by, rootdir)
     changes["cases_note"] = None
     return changes
 
@@ -100,11 +129,13 @@ def case_changes(
     report_root: Path,
     rootdir: Path,
     reference: str | None,
+    by: CaseGroups | None = None,
 ) -> tuple[dict[str, Any] | None, str | None]:
     """This run (its report.json and records, not yet written) against the run "What
     changed" compares it with (``--evalmine-compare``'s ``reference``, else latest.json's):
     report.json's ``changes.cases`` and, when the other run's answers cannot be read, None
-    and why. Never raises for a stored run it cannot read: the run's own reports come first."""
+    and why. Never raises for a stored run it cannot read: the run's own reports come first.
+    ``by``: ``--evalmine-compare-by``'s groups of the cases, from this run's suite."""
     suite = report["suite"]["name"]
     try:
         found = (
@@ -115,7 +146,8 @@ def case_changes(
         if found is None or not (found.parent / "answers.jsonl").is_file():
             return None, f"run {previous.get('run_id')} has no answers.jsonl to compare cases with"
         before, damaged = StoredRun(found.parent).readable_records()
-        return cross_run(RunSide(previous, before, tuple(damaged)), RunSide(report, records)), None
+        sides = RunSide(previous, before, tuple(damaged)), RunSide(report, records)
+        return cross_run(*sides, by=by), None
     except (EvalmineError, OSError, ValueError, KeyError, TypeError) as exc:
         return None, f"the cases of run {previous.get('run_id')} cannot be read: {exc}"
 

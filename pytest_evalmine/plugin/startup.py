@@ -71,8 +71,9 @@ def _add_builtin_suites(config: pytest.Config, names: list[str]) -> None:
 
 def compare_problem(config: pytest.Config, suites: Iterable[Suite]) -> str | None:
     """Why ``--evalmine-compare`` names no readable run report for one of ``suites``, or
-    None. Asked once the suites are selected, before any call: by collection finish, and on
-    the xdist controller when a worker has collected."""
+    ``--evalmine-compare-by`` no field of its cases, or None. Asked once the suites are
+    selected, before any call: by collection finish, and on the xdist controller when a
+    worker has collected."""
     from ..engine.finish import check_compare
     from ..errors import EvalmineError
 

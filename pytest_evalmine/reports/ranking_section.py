@@ -12,13 +12,24 @@ import math
 from typing import Any
 
 from ..judging.headline import DAGGER
-from ..stats.estimators import CONFIDENCE, seed_from
+from ..scoring.paired import (
+    ALL_PASS,
+    all_pass_score,
+    answers_by_case,
+    compare_answers,
+    pair_answers,
+)
+from ..stats.estimators import CONFIDENCE, Interval, seed_from
 from ..stats.ranking import (
     RANKING_RESAMPLES,
+    BetterThan,
     Comparison,
     CostQuality,
+    RankedModel,
     bradley_terry,
-    pareto_front,
+    dominated_by,
+    not_ranked,
+    overlap,
 )
 from .render import money, percent
 
@@ -36,6 +47,8 @@ def summary_ranking(summary: Any) -> dict[str, Any] | None:
     strengths: list[dict[str, Any]] = []
     judge_aware = None
     eligible, reasons = False, ["no judged pairs"]
+    unranked: str | None = "no judged pairs"
+    ranked: list[RankedModel] = []
     if headline is not None:
         comparisons = [
             Comparison(f"{p.task}/{p.case}", p.candidate, p.baseline, p.score)
@@ -43,6 +56,10 @@ def summary_ranking(summary: Any) -> dict[str, Any] | None:
             if p.judged and p.score is not None
         ]
         ranked = bradley_terry(comparisons, models, seed=seed_from(summary.suite_hash, "ranking"))
+        # A degenerate fit (every pair a flip, zero-width intervals) is said, never ranked.
+        unranked = not_ranked(comparisons, ranked)
+        if unranked is not None:
+            ranked = []
         strengths = [dict(r.to_dict(), rank=i + 1) for i, r in enumerate(ranked)]
         # The ranking is built from the win rates' pairs: it may be a headline only when each
         # of them may.
@@ -53,7 +70,7 @@ def summary_ranking(summary: Any) -> dict[str, Any] | None:
             for reason in rate.ineligible_reasons
         ]
         if not strengths:
-            reasons.append("no judged pairs")
+            reasons.append(unranked or "no judged pairs")
         judge_aware = _judge_aware(headline, models, summary.suite_hash)
     win_rates = {r.candidate: r.win_rate for r in headline.overall} if headline else {}
     strength_of = {row["model"]: row["strength"] for row in strengths}
@@ -73,18 +90,33 @@ def summary_ranking(summary: Any) -> dict[str, Any] | None:
                 "strength": strength_of.get(score.model),
             }
         )
-    fronts = {
-        quality: pareto_front(
-            [CostQuality(r["model"], r[quality], r["cost_per_case_usd"]) for r in rows]
+    # Dominance needs the quality told apart, as the paired comparison and the ranking tell it:
+    # on the checks by the paired delta's interval, on strength by intervals that do not overlap.
+    told_apart = {
+        "strength": _stronger(ranked),
+        "all_pass": _better_on_checks(summary, models),
+    }
+    dominated = {
+        quality: dominated_by(
+            [CostQuality(r["model"], r[quality], r["cost_per_case_usd"]) for r in rows],
+            told_apart[quality],
         )
         for quality in QUALITIES
     }
+    fronts = {
+        quality: [model for model, by in chosen.items() if not by]
+        for quality, chosen in dominated.items()
+    }
     for row in rows:
         row["pareto"] = {quality: row["model"] in front for quality, front in fronts.items()}
+        row["dominated_by"] = {
+            quality: chosen.get(row["model"], []) for quality, chosen in dominated.items()
+        }
     return {
         "method": "bradley_terry",
         "confidence": CONFIDENCE,
         "resamples": RANKING_RESAMPLES,
+        "not_ranked": unranked,
         "strengths": strengths,
         "headline_eligible": eligible,
         "flag": None if eligible else "UNCALIBRATED",
@@ -122,6 +154,51 @@ def _judge_aware(headline: Any, models: list[str], suite_hash: str) -> dict[str,
     return ranking.to_dict() if ranking else None
 
 
+def _stronger(ranked: list[RankedModel]) -> BetterThan:
+    """x stronger than y: a higher strength, the two intervals apart (not tied)."""
+    by_model = {r.model: r for r in ranked}
+
+    def better(x: str, y: str) -> bool:
+        a, b = by_model.get(x), by_model.get(y)
+        return a is not None and b is not None and a.strength > b.strength and not overlap(a, b)
+
+    return better
+
+
+def _better_on_checks(summary: Any, models: list[str]) -> BetterThan:
+    """x better than y on all checks pass: the paired delta x - y with its interval above 0,
+    from the run's paired comparison (``summary.paired``) for a candidate and the baseline,
+    else computed by the same function for two candidates (their own seed)."""
+    intervals: dict[tuple[str, str], Interval | None] = {}
+    for c in summary.paired:
+        if c.metric == ALL_PASS:
+            intervals[(c.candidate, c.baseline)] = c.comparison.interval
+
+    def delta_interval(x: str, y: str) -> Interval | None:
+        if (x, y) in intervals:
+            return intervals[(x, y)]
+        if (y, x) in intervals:
+            flipped = intervals[(y, x)]
+            return None if flipped is None else Interval(-flipped.high, -flipped.low)
+        cases = sorted({(r.task, r.case) for r in summary.records})
+        paired = pair_answers(
+            answers_by_case(summary.records, y),
+            answers_by_case(summary.records, x),
+            cases,
+            all_pass_score,
+        )
+        seed = seed_from(summary.suite_hash, "paired", x, ALL_PASS, "against", y)
+        result = compare_answers(paired, ALL_PASS, seed=seed, baseline=y, candidate=x)
+        intervals[(x, y)] = result.comparison.interval
+        return intervals[(x, y)]
+
+    def better(x: str, y: str) -> bool:
+        interval = delta_interval(x, y)
+        return interval is not None and interval.low > 0
+
+    return better
+
+
 def _strength_text(value: Any) -> str:
     return "-" if value is None else f"{value:+.2f}"
 
@@ -146,6 +223,8 @@ def ranking_lines(ranking: dict[str, Any]) -> list[str]:
             f"{row['rank']}. {row['model']}: strength {_strength_text(row['strength'])}{shown}"
             f"{flag} over {row['pairs']} pairs{tie}"
         )
+    if not strengths and ranking.get("not_ranked"):
+        lines.append(f"no ranking: {ranking['not_ranked']}")
     if strengths and not ranking.get("headline_eligible"):
         reasons = "; ".join(ranking.get("ineligible_reasons") or [])
         lines.append(f"  {DAGGER} not a headline: {reasons}")
@@ -154,10 +233,16 @@ def ranking_lines(ranking: dict[str, Any]) -> list[str]:
         cost_text = "-" if cost is None else money(cost) + ("+" if row["cost_lower_bound"] else "")
         win = "baseline" if row["baseline"] else f"win rate {percent(row['win_rate'])}"
         front = [QUALITIES[q] for q, on in row["pareto"].items() if on]
+        by = row.get("dominated_by") or {}
+        beaten = "; ".join(
+            f"{QUALITIES[q]} by {', '.join(models)}" for q, models in by.items() if models
+        )
         lines.append(
             f"{row['model']}: {cost_text}/case; {win}, all pass {percent(row['all_pass'])}, "
             f"strength {_strength_text(row['strength'])}"
             + (f"; Pareto front ({', '.join(front)})" if front else "; dominated")
+            + (f"; dominated on {beaten}" if front and beaten else "")
+            + (f" ({beaten})" if not front and beaten else "")
         )
     lines.extend(judge_aware_lines(ranking.get("judge_aware")))
     fronts = ranking.get("pareto_front") or {}
@@ -165,7 +250,9 @@ def ranking_lines(ranking: dict[str, Any]) -> list[str]:
         f"{QUALITIES[q]}: {', '.join(models)}" for q, models in fronts.items() if models
     ]
     if shown_fronts:
-        lines.append("Pareto front (no model as good for less): " + "; ".join(shown_fronts))
+        lines.append(
+            "Pareto front (no model told apart as better for no more): " + "; ".join(shown_fronts)
+        )
     return lines
 
 

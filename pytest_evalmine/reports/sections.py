@@ -19,7 +19,7 @@ from ..scoring.sandbox import sandbox_line
 from ..stats.estimators import Interval
 from ..stats.proportions import Proportion
 from .compare import routing_note
-from .cross_run import cross_run_lines
+from .cross_run_text import cross_run_lines
 from .labelling import Suggestion, nothing_to_label
 from .panel_section import TITLE as PANEL_TITLE
 from .panel_section import panel_lines, reference_lines

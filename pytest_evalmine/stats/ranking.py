@@ -8,7 +8,7 @@ them. A comparison is one judged pair: the share of it model ``a`` won (1 a win,
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -175,6 +175,36 @@ def bradley_terry(
     return ranked
 
 
+# An interval narrower than this is no interval: every draw fitted the same strengths.
+ZERO_WIDTH = 1e-9
+
+
+def not_ranked(comparisons: Sequence[Comparison], ranked: Sequence[RankedModel]) -> str | None:
+    """Why these strengths are no ranking, or None when they are one: no judged pair, every
+    pair a tie or a flip (half a win each way: the judge never preferred a model), or
+    intervals of zero width (every draw fitted the same strengths, so they measure nothing;
+    one judged case does it). Such strengths all come out 0 [0, 0] and would read as a
+    ranking that contradicts the checks."""
+    if not ranked:
+        return "no judged pairs"
+    if all(c.a_share == 0.5 for c in comparisons):
+        return (
+            f"every one of the {len(comparisons)} judged pairs is a tie or a flip (the judge "
+            "preferred neither answer once the order was swapped): nothing to rank by"
+        )
+    flat = [
+        r.model
+        for r in ranked
+        if r.interval is not None and r.interval.high - r.interval.low < ZERO_WIDTH
+    ]
+    if flat:
+        return (
+            f"the strengths' intervals have zero width ({', '.join(flat)}): every bootstrap "
+            "draw fitted the same strengths, so they measure no uncertainty"
+        )
+    return None
+
+
 def overlap(a: RankedModel, b: RankedModel) -> bool:
     if a.interval is None or b.interval is None:
         return True  # no interval: nothing tells them apart
@@ -188,16 +218,36 @@ class CostQuality:
     cost_per_case_usd: float | None
 
 
-def pareto_front(points: Sequence[CostQuality]) -> list[str]:
-    """The models no other model dominates: none is at least as good and at most as costly,
-    and strictly one of the two. A model without a quality or a cost is never on it."""
+# (x, y) -> whether x is told apart as better than y on the quality (an interval above 0)
+BetterThan = Callable[[str, str], bool]
+
+
+def pareto_front(points: Sequence[CostQuality], better: BetterThan | None = None) -> list[str]:
+    """The models no other model dominates (``dominated_by``), in model order."""
+    return [model for model, by in dominated_by(points, better).items() if not by]
+
+
+def dominated_by(
+    points: Sequence[CostQuality], better: BetterThan | None = None
+) -> dict[str, list[str]]:
+    """Each model on the front -> [] and each dominated one -> the models that dominate it
+    (model order kept). Without ``better``: x dominates y when it is at least as good and at
+    most as costly, strictly one of the two. With it (a quality measured with an interval),
+    x dominates y when it costs no more and is told apart as better (``better(x, y)``: the
+    interval says so, not the points), or costs less and is at least as good: a point ahead
+    within the noise at the same cost dominates nothing. A model without a quality or a cost
+    is never on it (left out)."""
     known = [p for p in points if p.quality is not None and p.cost_per_case_usd is not None]
 
     def dominates(x: CostQuality, y: CostQuality) -> bool:
         assert x.quality is not None and y.quality is not None
         assert x.cost_per_case_usd is not None and y.cost_per_case_usd is not None
+        if better is not None:
+            if x.cost_per_case_usd <= y.cost_per_case_usd and better(x.model, y.model):
+                return True
+            return x.cost_per_case_usd < y.cost_per_case_usd and x.quality >= y.quality
         no_worse = x.quality >= y.quality and x.cost_per_case_usd <= y.cost_per_case_usd
-        better = x.quality > y.quality or x.cost_per_case_usd < y.cost_per_case_usd
-        return no_worse and better
+        strictly = x.quality > y.quality or x.cost_per_case_usd < y.cost_per_case_usd
+        return no_worse and strictly
 
-    return [p.model for p in known if not any(dominates(q, p) for q in known if q is not p)]
+    return {p.model: [q.model for q in known if q is not p and dominates(q, p)] for p in known}

@@ -10,6 +10,7 @@ from ...errors import EvalmineError
 from .base import ToolBase
 from .limits import Field, OutsideRoot
 from .records import (
+    CaseGroupDigest,
     Comparison,
     CrossRunDigest,
     CrossRunMetricDigest,
@@ -56,6 +57,14 @@ class CompareTool(ToolBase):
                 "(refused otherwise)"
             ),
         ] = False,
+        by: Annotated[
+            str | None,
+            Field(
+                description="also each metric's paired delta per group of cases by this "
+                "field: a key of the cases' vars, task or gold (read from the runs' suite "
+                "file); a field no case has is bad_request naming the fields there are"
+            ),
+        ] = None,
     ) -> Comparison | Refusal:
         """What changed from run_a to run_b (run ids, run folders or report.json paths):
         cost, latency, calibration, win-rate movements (same suite) or task changes, and each
@@ -73,7 +82,9 @@ class CompareTool(ToolBase):
         except EvalmineError as exc:
             return refusal("not_found", str(exc))
         try:
-            cases = cases_between(before, after, models or (), allow_other_suite)
+            cases = cases_between(
+                before, after, models or (), allow_other_suite, by, self.limits.root
+            )
         except EvalmineError as exc:
             return refusal("bad_request", str(exc))
         return Comparison(
@@ -183,4 +194,20 @@ def _cross_run_metric(m: dict[str, Any]) -> CrossRunMetricDigest:
         excluded_cases=m["excluded_cases"],
         worse_cases=[f"{e['task']}/{e['case']}" for e in m["worse_examples"]],
         better_cases=[f"{e['task']}/{e['case']}" for e in m["better_examples"]],
+        groups=None
+        if m.get("groups") is None
+        else [
+            CaseGroupDigest(
+                value=g["value"],
+                cases=g["cases"],
+                a_mean=side(g["a_mean"]),
+                b_mean=side(g["b_mean"]),
+                delta_points=points(g["delta"]),
+                interval_points=low_high(g["interval"], points),
+                worse=g["worse"],
+                better=g["better"],
+                same=g["same"],
+            )
+            for g in m["groups"]
+        ],
     )

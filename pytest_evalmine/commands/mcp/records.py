@@ -137,6 +137,21 @@ class MergeResult:
 
 
 @dataclass
+class CaseGroupDigest:
+    """One group of cases of a ``by`` comparison: its paired delta in points."""
+
+    value: str | None  # the field's value; None: the cases without it
+    cases: int
+    a_mean: float | None
+    b_mean: float | None
+    delta_points: float | None
+    interval_points: list[float] | None
+    worse: int
+    better: int
+    same: int
+
+
+@dataclass
 class CrossRunMetricDigest:
     """One metric of one model pair, run B against run A (spec: "Compare"), in points and
     shares as ``evalmine compare`` prints them; the worse and better cases by id, never their
@@ -164,6 +179,7 @@ class CrossRunMetricDigest:
     excluded_cases: int
     worse_cases: list[str] = field(default_factory=list)  # task/case, up to five
     better_cases: list[str] = field(default_factory=list)
+    groups: list[CaseGroupDigest] | None = None  # per group of cases with ``by``, else None
 
 
 @dataclass
