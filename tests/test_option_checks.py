@@ -94,7 +94,10 @@ def test_a_run_id_of_another_suite_is_not_a_run_of_this_one(
     calls = call_count(counting)
     result = pytester.runpytest(FAKE, "small.eval.yaml", f"--evalmine-compare={other_run}")
     assert result.ret == USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: --evalmine-compare={other_run}: no such run of 'small'"])
+    # One rule for a run id and a run folder (issue 31): the other suite is named.
+    result.stderr.fnmatch_lines(
+        [f"ERROR: --evalmine-compare={other_run}: that run is of suite 'other', not 'small'*"]
+    )
     assert call_count(counting) == calls
     assert not (pytester.path / "reports" / "small").exists()
 
@@ -235,7 +238,10 @@ def test_collect_only_says_nothing_ran(
 def test_a_report_folder_that_cannot_be_written_keeps_the_summary_and_exits_3(
     pytester: pytest.Pytester, small_suite: Path
 ) -> None:
-    (pytester.path / "blocked").write_text("a file where the report folder should be\n")
+    # A report folder that is a file is refused at start (nothing spent); a file where the
+    # suite's folder goes inside it is found only when the run folder is made.
+    (pytester.path / "blocked").mkdir()
+    (pytester.path / "blocked" / "small").write_text("a file where the suite's folder goes\n")
     result = pytester.runpytest(FAKE, "--evalmine-report-dir=blocked")
     assert result.ret == NOT_WRITTEN
     result.assert_outcomes(passed=6)
@@ -293,7 +299,8 @@ def test_a_failure_before_any_summary_still_says_so_and_exits_3(
 def test_a_failed_run_whose_reports_were_not_written_exits_3_not_1(
     pytester: pytest.Pytester, small_suite: Path
 ) -> None:
-    (pytester.path / "blocked").write_text("")
+    (pytester.path / "blocked").mkdir()
+    (pytester.path / "blocked" / "small").write_text("")
     result = pytester.runpytest(
         FAKE,
         "--evalmine-report-dir=blocked",

@@ -46,7 +46,7 @@ def runs_named(report_root: Path, name: str, suite: str | None = None) -> list[N
             continue
         for run_dir in suite_dir.iterdir():
             report = _report(run_dir / "report.json")
-            if report is not None and report.get("run_name") == name and "shard" not in report:
+            if report is not None and report.get("run_name") == name and not report.get("shard"):
                 found.append(NamedRun(run_dir, suite_dir.name))
     return sorted(found, key=lambda run: (run.run_id, run.suite))
 
