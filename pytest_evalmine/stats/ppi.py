@@ -32,7 +32,8 @@ benchmarks/sim_ppi.py), clipped to [0, 1], when some label is fractional. When e
 is at an end of the scale (a pass rate) a symmetric interval fails near 0 and 1 (0.885 at a
 pass rate of 0.9 and 30 labels), and the interval is Wilson's score interval at the
 effective size theta (1 - theta) / Var with the t quantile for z (``_score_interval``;
-benchmarks/sim_ppi_binary.py: 0.930-0.992 over pass rates 0.05-0.95 and 20-200 labels). The effective n is Var(Y) / Var: how many labels
+benchmarks/sim_ppi_binary.py: 0.930-0.992 over pass rates 0.05-0.95 and 20-200
+labels). The effective n is Var(Y) / Var: how many labels
 alone would give the same variance."""
 
 from __future__ import annotations
