@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import t as student_t
 
 from pytest_evalmine.commands.cli import main
-from pytest_evalmine.reports.power_section import power_from_report, power_lines
+from pytest_evalmine.reports.power_section import power_figures, power_from_report, power_lines
 from pytest_evalmine.stats import power as pw
 from pytest_evalmine.stats.paired import PairedCase, compare_paired, noise_floor
 from pytest_evalmine.stats.resample import kappa_interval, kappa_posterior_interval
@@ -66,12 +66,68 @@ def test_paired_binary_figures_by_hand() -> None:
 
 
 def test_paired_continuous_figures_by_hand() -> None:
-    # (2.801585 x 0.3 / 0.05)^2 = 282.56 -> 283
-    assert pw.paired_continuous_cases(0.05, 0.3) == 283
-    assert pw.paired_continuous_mde(283, 0.3) == pytest.approx(K * 0.3 / math.sqrt(283))
+    # the normal test: (2.801585 x 0.3 / 0.05)^2 = 282.56 -> 283
+    assert pw.paired_continuous_cases_normal(0.05, 0.3) == 283
+    assert pw.paired_continuous_mde_normal(283, 0.3) == pytest.approx(K * 0.3 / math.sqrt(283))
     assert pw.paired_continuous_cases(0.0, 0.3) is None
     # the sd behind an interval: half-width z sd / sqrt(n)
     assert pw.sd_from_interval(-0.1, 0.1, 100) == pytest.approx(0.1 / Z * 10)
+
+
+def test_the_reports_paired_spread_by_hand() -> None:
+    """The report's interval (Dirichlet 1 per case, 1/2 at -1 and at 1) on 4 differences:
+    the weighted mean's mean and variance from the Dirichlet's own moments,
+    Var = sum a_i (x_i - m)^2 / (a0 (a0 + 1)), a0 = 5."""
+    d = [0.1, 0.3, -0.2, 0.4]
+    values, weights = [*d, -1.0, 1.0], [1, 1, 1, 1, 0.5, 0.5]
+    m = sum(w * x for w, x in zip(weights, values, strict=True)) / 5
+    variance = sum(w * (x - m) ** 2 for w, x in zip(weights, values, strict=True)) / (5 * 6)
+    sd = float(np.std(d, ddof=1))
+    centre, se = pw.jeffreys_paired_centre_and_se(4, sd, float(np.mean(d)))
+    assert centre == pytest.approx(m, abs=1e-12)
+    assert se == pytest.approx(math.sqrt(variance), abs=1e-12)
+    # read backwards from the interval it implies, the sd comes back
+    assert pw.sd_from_interval(-Z * se, Z * se, 4, delta=float(np.mean(d))) == pytest.approx(sd)
+
+
+def test_the_checker_score_plan_uses_the_reports_test() -> None:
+    """The planned n is the first where the report's test detects the delta with chance
+    0.80 (``detects_paired_score``), more than the normal formula's on scores of small
+    spread (the ends' half observations widen the interval), and the smallest detectable
+    delta at that n is at most the planned one."""
+    for sd, delta in ((0.15, 0.05), (0.2, 0.05), (0.3, 0.1)):
+        n = pw.paired_continuous_cases(delta, sd)
+        assert n is not None and n > pw.paired_continuous_cases_normal(delta, sd)
+        assert pw.detects_paired_score(n, delta, sd)
+        assert not pw.detects_paired_score(n - 1, delta, sd)
+        mde = pw.paired_continuous_mde(n, sd)
+        assert mde is not None and mde <= delta < pw.paired_continuous_mde(n - 1, sd)
+    assert pw.paired_continuous_cases(0.05, 0.15) == 93  # the normal formula's 71
+    assert pw.paired_continuous_mde(1, 0.2) is None
+
+
+def test_ppi_labels_are_capped_at_the_items_per_estimate() -> None:
+    """Issue 33: two candidates over 100 cases are two estimates of 100 pairs each, not one
+    of 200; and a precision that labelling every pair does not reach is unreachable."""
+    figures = power_figures(
+        cases=100, repeats=1, candidates=[("a", "b"), ("a", "c")], judged=True, min_kappa=0.4
+    )
+    ppi = figures["ppi"]
+    assert ppi["judged"] == 100
+    assert ppi["labels_needed"] == pw.ppi_labels_within(0.10, 0.25, 0.5, 100)
+    n = ppi["labels_needed"]
+
+    # V [(1 - rho^2) / n + rho^2 / 100] under t_{n-2}: n fits, n - 1 does not
+    def half(n: int) -> float:
+        return student_t.ppf(0.975, n - 2) * math.sqrt(0.25 * (0.75 / n + 0.25 / 100))
+
+    assert half(n) <= 0.10 < half(n - 1)
+    assert n <= 100
+    small = power_figures(cases=28, repeats=1, candidates=[("a", "b")], judged=True, min_kappa=0.4)
+    assert small["ppi"]["labels_needed"] is None and small["ppi"]["labels_only"] is None
+    line = next(x for x in power_lines(small) if "PPI" in x)
+    assert "unreachable with this suite" in line
+    assert f"+-{100 * student_t.ppf(0.975, 26) * math.sqrt(0.25 / 28):.1f} pts" in line
 
 
 def test_kappa_variance_matches_fleiss_cohen_everitt() -> None:
@@ -159,12 +215,19 @@ def test_the_projects_paired_interval_agrees() -> None:
 
 
 def test_planned_cases_detect_the_planned_score_delta_80_percent() -> None:
+    """200 samples through the report's own test (``compare_paired``, 1,000 draws) at the
+    planned n: detection 0.80 +- 0.085 (three binomial sd). The normal formula's n (71)
+    detected 0.60 here (benchmarks/sim_score_power.py, 1,000 samples)."""
     rng = np.random.default_rng(3)
-    sd, delta = 0.25, 0.04
+    sd, delta = 0.15, 0.05
     n = pw.paired_continuous_cases(delta, sd)
-    d = rng.normal(delta, sd, size=(2000, n))
-    low = d.mean(axis=1) - Z * d.std(axis=1, ddof=1) / math.sqrt(n)
-    assert abs(float(np.mean(low > 0)) - 0.80) <= 0.04
+    detected = 0
+    for sample in range(200):
+        d = np.clip(rng.normal(delta, sd, size=n), -1, 1).tolist()
+        cases = [PairedCase("t", str(i), (0.5 - x / 2,), (0.5 + x / 2,)) for i, x in enumerate(d)]
+        comparison = compare_paired(cases, seed=sample, resamples=1000, with_mcnemar=False)
+        detected += comparison.interval.low > 0
+    assert abs(detected / 200 - 0.80) <= 0.085, detected
 
 
 @pytest.mark.parametrize(
@@ -287,7 +350,12 @@ def test_figures_from_a_report_use_what_it_measured() -> None:
     assert binary["source"] == "observed" and binary["discordance"] == pytest.approx(0.30)
     assert binary["mde_points"] == pytest.approx(100 * pw.paired_binary_mde(100, 0.30))
     assert binary["cases_for_delta"] == pw.paired_binary_cases(0.05, 0.30)
-    sd = 0.08 / (2 * Z) * 10
+    # the interval's spread less the ends' half observations (section 27's interval)
+    se = 0.08 / (2 * Z)
+    m = 100 * 0.02 / 101
+    spread = se * se * 101 * 102 - 100 * (0.02 - m) ** 2 - ((1 + m) ** 2 + (1 - m) ** 2) / 2
+    sd = math.sqrt(spread / 99)
+    assert sd < 0.08 / (2 * Z) * 10
     assert score["sd"] == pytest.approx(sd)
     assert score["cases_for_delta"] == pw.paired_continuous_cases(0.05, sd)
     kappa = power["kappa"]

@@ -119,10 +119,80 @@ def test_lambda_zero_is_the_labels_only_mean() -> None:
     assert est.value == pytest.approx(mean, abs=1e-12)
     assert est.standard_error == pytest.approx(sd, abs=1e-12)
     assert est.effective_n == pytest.approx(4, abs=1e-12)
+    # fractional scores: the t interval (a pass rate's is Wilson's, below)
     half = student_t.ppf(0.975, 3) * sd
     assert est.interval.low == pytest.approx(max(0.0, mean - half), abs=1e-3)
     assert est.interval.high == pytest.approx(min(1.0, mean + half), abs=1e-3)
     assert est.interval == est.labels_only_interval
+
+
+def wilson_by_hand(p: float, n: float, q: float) -> tuple[float, float]:
+    """Wilson (1927): the p0 with (p - p0)^2 = q^2 p0 (1 - p0) / n, the quadratic's roots."""
+    a, b, c = 1 + q * q / n, -(2 * p + q * q / n), p * p
+    root = math.sqrt(b * b - 4 * a * c)
+    return (-b - root) / (2 * a), (-b + root) / (2 * a)
+
+
+def test_a_skewed_pass_rate_gets_a_score_interval_not_a_t_interval() -> None:
+    """Issue 33: 29 of 30 labels PASS and a judge that says PASS to all 200 answers (so
+    lambda 0, the labels alone). The t interval was [0.897, 1.000], as wide below as a
+    symmetric interval; Wilson's for 29/30 is [0.833, 0.994]. The product's is Wilson's at
+    the effective size p(1 - p) / Var = 28 with t at 28 degrees of freedom for z."""
+    est = ppi_mean([(1.0, 1.0)] * 29 + [(0.0, 1.0)], [1.0] * 200)
+    assert est is not None and est.lam == 0.0
+    p = 29 / 30
+    # the residual variance over n - 2 (the weight is tuned, even when it comes out 0)
+    variance = (29 * (1 - p) ** 2 + p**2) / 28 / 30
+    assert est.standard_error == pytest.approx(math.sqrt(variance), abs=1e-12)
+    low, high = wilson_by_hand(p, p * (1 - p) / variance, student_t.ppf(0.975, 28))
+    assert (est.interval.low, est.interval.high) == pytest.approx((low, high), abs=1e-9)
+    assert est.interval.low == pytest.approx(0.817, abs=1e-3)
+    assert est.interval.high == pytest.approx(0.995, abs=1e-3)
+    assert est.interval.high < 1.0
+
+
+def test_a_skewed_pass_rate_covers_in_a_small_seeded_simulation() -> None:
+    """The issue's cell (pass rate 0.9, judge recalls 0.9 / 0.9, 30 of 200 answers
+    labelled), 400 seeded runs: the t interval covered 0.885 there (1,000 runs); the score
+    interval must cover at least 0.92 (2.7 Monte Carlo sd below 0.95).
+    benchmarks/sim_ppi_binary.py prints the grid."""
+    rng = np.random.default_rng(33)
+    covered = 0
+    for _ in range(400):
+        human = rng.random(200) < 0.9
+        judge = np.where(human, rng.random(200) < 0.9, rng.random(200) >= 0.9).astype(float)
+        chosen = rng.choice(200, size=30, replace=False)
+        est = ppi_mean([(float(human[i]), float(judge[i])) for i in chosen], judge.tolist())
+        assert est is not None
+        covered += est.interval.low <= 0.9 <= est.interval.high
+    assert covered / 400 >= 0.92
+
+
+def test_the_estimate_agrees_with_ppi_python() -> None:
+    """ppi-python (Angelopoulos et al.'s own package) over the disjoint unlabelled set: with
+    its weight lambda' = lambda (N - n) / N the point estimates are the same number, and
+    its (normal, Wald) standard error is this one's to within a few per cent on a sample
+    away from the ends."""
+    ppi_py = pytest.importorskip(
+        "ppi_py", reason="ppi-python is not installed: pip install ppi-python (the dev extra)"
+    )
+    rng = np.random.default_rng(5)
+    human = (rng.random(400) < 0.55).astype(float)
+    judge = np.where(rng.random(400) < 0.8, human, 1 - human)
+    labelled = rng.choice(400, size=60, replace=False)
+    rest = np.setdiff1d(np.arange(400), labelled)
+    est = ppi_mean([(human[i], judge[i]) for i in labelled], judge.tolist())
+    assert est is not None and 0 < est.lam < 1
+    weight = est.lam * len(rest) / 400
+    theirs = ppi_py.ppi_mean_pointestimate(
+        human[labelled], judge[labelled], judge[rest], lam=weight
+    )
+    assert float(np.ravel(theirs)[0]) == pytest.approx(est.unclipped, abs=1e-12)
+    low, high = ppi_py.ppi_mean_ci(
+        human[labelled], judge[labelled], judge[rest], alpha=0.05, lam=weight
+    )
+    their_se = (float(np.ravel(high)[0]) - float(np.ravel(low)[0])) / (2 * 1.959964)
+    assert their_se == pytest.approx(est.standard_error, rel=0.05)
 
 
 def test_a_judge_that_says_nothing_gets_no_weight() -> None:
@@ -144,7 +214,11 @@ def test_a_judge_matching_every_label_gets_full_weight_but_no_certainty() -> Non
     # all 21 labels alike: not [100 %, 100 %]
     alike = ppi_mean([(1.0, 1.0)] * 21, [1.0] * 100 + [0.0] * 20)
     assert alike is not None and alike.value == 1.0
-    assert alike.interval.low == pytest.approx(0.878, abs=0.001)
+    # Wilson's at 21 (the labels: a rate of 1 says nothing of its spread) with t_19:
+    # n / (n + t^2) = 0.827, below Wilson's own 0.845 with z
+    t19 = student_t.ppf(0.975, 19)
+    assert alike.interval.low == pytest.approx(21 / (21 + t19 * t19), abs=1e-9)
+    assert alike.interval.high == 1.0
 
 
 def test_too_few_labels_give_no_estimate() -> None:
@@ -346,7 +420,8 @@ def test_the_reports_show_the_estimate_and_the_audit_sample(tmp_path: Path) -> N
     headline = headline_from_pairs(suite, pairs, ["fake/base", "fake/cand"], "fake/judge")
     lines = win_rate_section(headline, []).lines
     ppi_line = next(line for line in lines if "human-preference estimate (PPI)" in line)
-    assert "100.0% [87.8%, 100.0%] from 21 audit labels + 120 judged pairs" in ppi_line
+    # labels all at one end: the score interval, 21 / (21 + t_19^2) = 82.7 %
+    assert "100.0% [82.7%, 100.0%] from 21 audit labels + 120 judged pairs" in ppi_line
     assert f"audit sample: 21 of {len(audit)} pairs labelled" in ppi_line
     assert "not a headline" not in ppi_line
 

@@ -92,7 +92,9 @@ def _paired_rows(
                 interval = (entry or {}).get("interval")
                 if not entry or not interval or not entry.get("cases"):
                     continue  # no assumption for a score's spread: only a run measures it
-                sd = pw.sd_from_interval(interval["low"], interval["high"], n, alpha)
+                sd = pw.sd_from_interval(
+                    interval["low"], interval["high"], n, alpha, entry.get("delta")
+                )
                 row.update(sd=sd, source="observed")
                 mde = pw.paired_continuous_mde(n, sd, alpha, power)
                 needed = pw.paired_continuous_cases(delta, sd, alpha, power)
@@ -143,22 +145,25 @@ def power_figures(
             "labels": have,
             "labels_needed": pw.kappa_labels(table, min_kappa, alpha, power),
         }
-        unlabelled = cases * max(1, len(candidates))
+        # Each candidate's estimate has its own pairs (one per case), not all candidates'.
+        per_estimate = cases
+        half_width = assume.half_width_points / 100
+        needed = pw.ppi_labels_within(
+            half_width, assume.outcome_variance, assume.rho, per_estimate, alpha
+        )
         figures["ppi"] = {
             "half_width_points": assume.half_width_points,
             "outcome_variance": assume.outcome_variance,
             "rho": assume.rho,
-            "unlabelled": unlabelled,
-            "labels_needed": pw.ppi_labels(
-                assume.half_width_points / 100,
-                assume.outcome_variance,
-                assume.rho,
-                unlabelled,
-                alpha,
+            "judged": per_estimate,
+            "labels_needed": needed,
+            "labels_only": pw.ppi_labels_within(
+                half_width, assume.outcome_variance, 0.0, per_estimate, alpha
             ),
-            "labels_only": pw.ppi_labels(
-                assume.half_width_points / 100, assume.outcome_variance, 0.0, 0, alpha
-            ),
+            "half_width_all_labelled_points": 100
+            * pw.ppi_half_width(per_estimate, assume.outcome_variance, 0.0, 0, alpha)
+            if per_estimate >= pw.PPI_FEWEST_LABELS
+            else None,
         }
     figures["noise_floor"] = {
         "precision": assume.floor_precision,
@@ -282,12 +287,7 @@ def power_lines(power: dict[str, Any]) -> list[str]:
         )
     ppi = power.get("ppi")
     if ppi:
-        lines.append(
-            f"audit labels for a +-{ppi['half_width_points']:.1f} pts PPI interval on a pass "
-            f"rate: {ppi['labels_needed']} with the judge on {ppi['unlabelled']} items "
-            f"(correlation {ppi['rho']:.2f}, variance {ppi['outcome_variance']:.2f}, "
-            f"assumed), {ppi['labels_only']} from labels alone"
-        )
+        lines.append(_ppi_line(ppi))
     floor = power["noise_floor"]
     now = floor["precision_now"]
     measured = "unknown now (one repeat)" if now is None else f"+-{_pct(now)} now"
@@ -296,3 +296,18 @@ def power_lines(power: dict[str, Any]) -> list[str]:
         f"{floor['repeats_needed']} repeats (--evalmine-repeat)"
     )
     return lines
+
+
+def _ppi_line(ppi: dict[str, Any]) -> str:
+    wanted = (
+        f"audit labels for a +-{ppi['half_width_points']:.1f} pts PPI interval on a pass rate, "
+        f"{ppi['judged']} judged items per estimate (correlation {ppi['rho']:.2f}, variance "
+        f"{ppi['outcome_variance']:.2f}, assumed): "
+    )
+    if ppi["labels_needed"] is None:
+        best = ppi["half_width_all_labelled_points"]
+        reach = "" if best is None else f"; labelling all of them gives +-{best:.1f} pts"
+        return wanted + f"unreachable with this suite (more cases are needed){reach}"
+    alone = ppi["labels_only"]
+    alone_words = "labels alone cannot" if alone is None else f"{alone} from labels alone"
+    return wanted + f"{ppi['labels_needed']} with the judge, {alone_words}"

@@ -68,30 +68,127 @@ def paired_binary_cases(
     return max(1, math.ceil(k * k * (discordance - delta * delta) / (delta * delta)))
 
 
-def paired_continuous_mde(
+def paired_continuous_mde_normal(
     cases: int, sd: float, alpha: float = ALPHA, power: float = POWER
 ) -> float | None:
-    """The same for a per-case score difference of standard deviation ``sd`` (the checker
-    score): delta = k sd / sqrt(n)."""
+    """The normal test's smallest detectable delta for a per-case score difference of
+    standard deviation ``sd``: delta = k sd / sqrt(n). The report's test is wider
+    (``paired_continuous_mde``); this is the formula's first guess."""
     if cases <= 0:
         return None
     return z_sum(alpha, power) * sd / math.sqrt(cases)
 
 
-def paired_continuous_cases(
+def paired_continuous_cases_normal(
     delta: float, sd: float, alpha: float = ALPHA, power: float = POWER
 ) -> int | None:
-    """n = (k sd / delta)^2, rounded up; None for a delta of 0."""
+    """The normal test's n = (k sd / delta)^2, rounded up; None for a delta of 0."""
     if delta == 0:
         return None
     return max(1, math.ceil((z_sum(alpha, power) * sd / abs(delta)) ** 2))
 
 
-def sd_from_interval(low: float, high: float, cases: int, alpha: float = ALPHA) -> float:
+def jeffreys_paired_centre_and_se(
+    cases: int, sd: float, delta: float, low_end: float = -1.0, high_end: float = 1.0
+) -> tuple[float, float]:
+    """Centre and standard error of the report's paired interval (section 27: the Bayesian
+    bootstrap with the Jeffreys half observation at each end, one stratum, one score per
+    case) for n cases whose differences have mean ``delta`` and sample sd ``sd``. With
+    Dirichlet weights 1 per case and 1/2 at each end (total n + 1), the weighted mean has
+    mean m = (n delta + (low + high) / 2) / (n + 1) and variance
+    [sum (d_i - m)^2 + (low - m)^2 / 2 + (high - m)^2 / 2] / ((n + 1)(n + 2)), where
+    sum (d_i - m)^2 = (n - 1) sd^2 + n (delta - m)^2. The ends add about one difference of 1
+    to the spread: on scores of small spread (sd 0.15) that is 5-8 % wider than
+    sd / sqrt(n), which a normal plan misses."""
+    n = cases
+    centre = (n * delta + (low_end + high_end) / 2) / (n + 1)
+    spread = (
+        (n - 1) * sd * sd
+        + n * (delta - centre) ** 2
+        + ((low_end - centre) ** 2 + (high_end - centre) ** 2) / 2
+    )
+    return centre, math.sqrt(spread / ((n + 1) * (n + 2)))
+
+
+def detects_paired_score(
+    cases: int, delta: float, sd: float, alpha: float = ALPHA, power: float = POWER
+) -> bool:
+    """Whether the report's paired interval over ``cases`` cases clears 0 with chance at
+    least ``power`` when the true delta is ``delta``: its lower end m - z se clears 0 with
+    chance ``power`` when E[m] - z se >= z_power sd(m), sd(m) = n / (n + 1) sd / sqrt(n)
+    (m is the centre of ``jeffreys_paired_centre_and_se``, shrunk towards 0 by the ends)."""
+    if cases < 2:
+        return False
+    centre, se = jeffreys_paired_centre_and_se(cases, sd, abs(delta))
+    spread = cases / (cases + 1) * sd / math.sqrt(cases)
+    return centre - z_two_sided(alpha) * se >= NormalDist().inv_cdf(power) * spread
+
+
+def paired_continuous_mde(
+    cases: int, sd: float, alpha: float = ALPHA, power: float = POWER
+) -> float | None:
+    """The smallest checker-score delta the report's test (``detects_paired_score``)
+    detects with chance ``power`` over ``cases`` cases, by bisection on delta; None when
+    even a delta of 1 is not (too few cases)."""
+    if cases < 2 or not detects_paired_score(cases, 1.0, sd, alpha, power):
+        return None
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        low, high = (
+            (low, middle)
+            if detects_paired_score(cases, middle, sd, alpha, power)
+            else (
+                middle,
+                high,
+            )
+        )
+    return high
+
+
+def paired_continuous_cases(
+    delta: float, sd: float, alpha: float = ALPHA, power: float = POWER
+) -> int | None:
+    """Cases for the report's test to detect ``delta`` with chance ``power``: the smallest
+    n with ``detects_paired_score``, searched upwards from the normal test's n (the report's
+    test is wider, never narrower). None for a delta of 0 or one out of [-1, 1]."""
+    if delta == 0 or abs(delta) > 1:
+        return None
+    start = max(2, paired_continuous_cases_normal(delta, sd, alpha, power) or 2)
+    low, high = start - 1, start
+    while not detects_paired_score(high, delta, sd, alpha, power):
+        low, high = high, 2 * high
+        if high > MAX_LABELS:
+            return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (
+            (low, middle)
+            if detects_paired_score(middle, delta, sd, alpha, power)
+            else (
+                middle,
+                high,
+            )
+        )
+    return high
+
+
+def sd_from_interval(
+    low: float, high: float, cases: int, alpha: float = ALPHA, delta: float | None = None
+) -> float:
     """The per-case difference's standard deviation behind a paired interval over ``cases``
-    cases: (high - low) / (2 z) sqrt(n), the normal approximation read backwards (what a
-    report.json, which keeps no per-case scores, still tells)."""
-    return (high - low) / (2 * z_two_sided(alpha)) * math.sqrt(cases)
+    cases (what a report.json, which keeps no per-case scores, still tells). With the
+    comparison's ``delta``, ``jeffreys_paired_centre_and_se`` read backwards: the ends' half
+    observations are taken out of the spread (else a plan would count them twice, once in
+    the sd and again in the test); without it, (high - low) / (2 z) sqrt(n)."""
+    se = (high - low) / (2 * z_two_sided(alpha))
+    if delta is None or cases < 2:
+        return se * math.sqrt(cases)
+    n = cases
+    centre = n * delta / (n + 1)
+    ends = ((-1 - centre) ** 2 + (1 - centre) ** 2) / 2
+    spread = se * se * (n + 1) * (n + 2) - n * (delta - centre) ** 2 - ends
+    return math.sqrt(max(0.0, spread) / (n - 1))
 
 
 # kappa ------------------------------------------------------------------------------------
@@ -276,6 +373,34 @@ def ppi_half_width(
     shrink = 1 - rho * rho * n_big / (n_big + labels)
     degrees = max(1, labels - 2)
     return t_quantile(degrees, 1 - alpha) * math.sqrt(variance / labels * shrink)
+
+
+def ppi_labels_within(
+    half_width: float, variance: float, rho: float, judged: int, alpha: float = ALPHA
+) -> int | None:
+    """Audit labels for a PPI interval of half-width ``half_width`` when the judge scored
+    ``judged`` items per estimate (a candidate's pairs, a model's answers) and the labels
+    are a sample of those same items, as the product's estimate takes them (section 16):
+    n labelled leave N = judged - n judged only, so the smallest n <= judged with
+    ``ppi_half_width(n, V, rho, judged - n)`` <= h, V [(1 - rho^2) / n + rho^2 / judged] under
+    the root. None when even every item labelled does not reach it: no number of labels
+    gives that precision with this suite (more cases do)."""
+    if half_width <= 0:
+        raise ValueError("the half-width must be positive")
+    if judged < PPI_FEWEST_LABELS:
+        return None
+
+    def fits(n: int) -> bool:
+        return ppi_half_width(n, variance, rho, judged - n, alpha) <= half_width
+
+    if not fits(judged):
+        return None
+    # the half-width falls as n grows (fewer judged-only items, a smaller t): bisect
+    low, high = PPI_FEWEST_LABELS - 1, judged
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if fits(middle) else (middle, high)
+    return high
 
 
 # noise floor ------------------------------------------------------------------------------

@@ -28,7 +28,12 @@ noisy slope from a handful of labels from over-trusting the judge. The interval 
 theta +- q sd with q the Student t quantile at n - 2 degrees of freedom (n - 1 with a fixed
 lambda), the residual variance over n - 2 as in the regression estimator: the normal
 quantile undercovered at 20 labels in simulation (0.91 for a judge biased to one side;
-benchmarks/sim_ppi.py), clipped to [0, 1]. The effective n is Var(Y) / Var: how many labels
+benchmarks/sim_ppi.py), clipped to [0, 1], when some label is fractional. When every label
+is at an end of the scale (a pass rate) a symmetric interval fails near 0 and 1 (0.885 at a
+pass rate of 0.9 and 30 labels), and the interval is Wilson's score interval at the
+effective size theta (1 - theta) / Var with the t quantile for z (``_score_interval``;
+benchmarks/sim_ppi_binary.py: 0.930-0.992 over pass rates 0.05-0.95 and 20-200
+labels). The effective n is Var(Y) / Var: how many labels
 alone would give the same variance."""
 
 from __future__ import annotations
@@ -83,6 +88,7 @@ def ppi_mean(
     confidence: float = CONFIDENCE,
     lam: float | None = None,
     quantile: str = "t",
+    method: str = "auto",
     low_end: float = 0.0,
     high_end: float = 1.0,
 ) -> PPIEstimate | None:
@@ -120,24 +126,64 @@ def ppi_mean(
     sd = math.sqrt(variance)
     q = t_quantile(df, confidence) if quantile == "t" else normal
     q_labels = t_quantile(n - 1, confidence) if quantile == "t" else normal
-    sd_labels = math.sqrt(var_y / n)
+    scale = high_end - low_end
+    unit = (_clip(estimate, low_end, high_end) - low_end) / scale
+    effective = var_y / variance if variance > 0 else None
+    if method == "auto":
+        # A pass rate (every label at an end) gets the score interval; fractional scores
+        # (win rates with ties and soft wins) keep the t interval, which covers there.
+        method = "wilson" if all(y in (low_end, high_end) for y in ys) else "t"
+    if method == "t":
+        low, high = estimate - q * sd, estimate + q * sd
+        labels_low = mean_y - q_labels * math.sqrt(var_y / n)
+        labels_high = mean_y + q_labels * math.sqrt(var_y / n)
+    else:
+        if method == "wilson-z":
+            q = q_labels = normal
+        low, high = _scaled(
+            _score_interval(unit, variance / scale**2, effective or n, q), low_end, scale
+        )
+        mean_unit = (mean_y - low_end) / scale
+        labels_low, labels_high = _scaled(
+            _score_interval(mean_unit, var_y / n / scale**2, n, q_labels), low_end, scale
+        )
     return PPIEstimate(
         value=_clip(estimate, low_end, high_end),
         unclipped=estimate,
         standard_error=sd,
-        interval=Interval(
-            _clip(estimate - q * sd, low_end, high_end), _clip(estimate + q * sd, low_end, high_end)
-        ),
+        interval=Interval(_clip(low, low_end, high_end), _clip(high, low_end, high_end)),
         labels=n,
         judged=big_n,
         lam=lam,
-        effective_n=var_y / variance if variance > 0 else None,
+        effective_n=effective,
         labels_only=mean_y,
         labels_only_interval=Interval(
-            _clip(mean_y - q_labels * sd_labels, low_end, high_end),
-            _clip(mean_y + q_labels * sd_labels, low_end, high_end),
+            _clip(labels_low, low_end, high_end), _clip(labels_high, low_end, high_end)
         ),
     )
+
+
+def _score_interval(
+    rate: float, variance: float, fallback_n: float, q: float
+) -> tuple[float, float]:
+    """Wilson's score interval for a rate in [0, 1] estimated with ``variance``, at the
+    effective sample size p(1 - p) / variance (Korn & Graubard 1998 for a proportion from a
+    complex sample; here the design is the judge's help), with the critical value ``q`` (a t
+    quantile: the sample size is itself estimated, Korn & Graubard's degrees-of-freedom
+    adjustment, since Wilson at n (z / t)^2 with z is Wilson at n with t). At a rate of 0 or 1
+    p(1 - p) says nothing, and ``fallback_n`` (the effective n) is used."""
+    spread = rate * (1 - rate)
+    size = spread / variance if spread > 0 and variance > 0 else fallback_n
+    ratio = q * q / size
+    centre = (rate + ratio / 2) / (1 + ratio)
+    half = q / (1 + ratio) * math.sqrt(spread / size + ratio / (4 * size))
+    low = 0.0 if rate <= 0 else centre - half
+    high = 1.0 if rate >= 1 else centre + half
+    return low, high
+
+
+def _scaled(ends: tuple[float, float], low_end: float, scale: float) -> tuple[float, float]:
+    return low_end + scale * ends[0], low_end + scale * ends[1]
 
 
 def _variance_floor(n: int, z: float, scale: float) -> float:

@@ -141,12 +141,15 @@ def bradley_terry(
     seed: int,
     resamples: int = RANKING_RESAMPLES,
     confidence: float = CONFIDENCE,
+    expanded: bool = True,
 ) -> list[RankedModel]:
     """Every model that took part in a comparison, strongest first, with a bootstrap interval
     of its strength clustered by case: each draw gives the cases Dirichlet(1, ..., 1) weights
     (the Bayesian bootstrap, as every interval here), every pair of a case carrying its
     case's weight, and fits the strengths again. Models whose intervals overlap are marked
-    tied with each other. Memory stays bounded by blocks of draws (``weighted_sums``)."""
+    tied with each other. Memory stays bounded by blocks of draws (``weighted_sums``).
+    The interval is the expanded percentile interval (``expanded_confidence``); ``expanded``
+    false gives the plain percentile one, for the simulation that compares them."""
     import numpy as np
 
     present = [m for m in models if any(m in (c.a, c.b) for c in comparisons)]
@@ -161,7 +164,8 @@ def bradley_terry(
         draws = weighted_sums(np.ones(len(clusters)), wins, resamples, generator(seed))
         draws *= len(clusters)
         fitted = fit_strengths(draws.reshape(resamples, k, k), point)
-        intervals = [quantile_interval(fitted[:, i], confidence) for i in range(k)]
+        level = expanded_confidence(len(clusters), confidence) if expanded else confidence
+        intervals = [quantile_interval(fitted[:, i], level) for i in range(k)]
     pairs = {m: sum(m in (c.a, c.b) for c in comparisons) for m in present}
     ranked = [
         RankedModel(model, float(point[i]), intervals[i], pairs[model])
@@ -203,6 +207,24 @@ def not_ranked(comparisons: Sequence[Comparison], ranked: Sequence[RankedModel])
             "draw fitted the same strengths, so they measure no uncertainty"
         )
     return None
+
+
+def expanded_confidence(clusters: int, confidence: float = CONFIDENCE) -> float:
+    """The level whose percentile interval is Hesterberg's expanded percentile interval
+    ("What teachers should know about the bootstrap", The American Statistician, 2015):
+    the percentile bootstrap is too narrow in small samples, by the factor sqrt((n - 1) / n)
+    of the plug-in spread and by z against Student's t; its quantiles are taken at
+    alpha' / 2 = Phi(-sqrt(n / (n - 1)) t_{n - 1}(1 - alpha / 2)), n the clusters (cases).
+    At 20 cases the 95 % interval takes the 1.6 % and 98.4 % quantiles (the plain one
+    covered 0.92 in simulation), at 200 the 2.4 % and 97.6 %."""
+    from statistics import NormalDist
+
+    from .paired import t_quantile
+
+    if clusters < 2:
+        return confidence
+    widened = (clusters / (clusters - 1)) ** 0.5 * t_quantile(clusters - 1, confidence)
+    return 1 - 2 * NormalDist().cdf(-widened)
 
 
 def overlap(a: RankedModel, b: RankedModel) -> bool:
