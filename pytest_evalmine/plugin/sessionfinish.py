@@ -164,13 +164,13 @@ def _summary_lines(
     finished: list[FinishedSuite],
     failure: str | None,
 ) -> list[Line]:
-    from ..engine.session import relative_to
+    from ..engine.plan import from_here
     from ..reports.terminal import FLAG, Line, other_runs_lines, terminal_lines
 
-    root = Path(config.rootpath)
+    here = config.invocation_params.dir
     lines: list[Line] = []
     for item in finished:
-        run_dir = None if item.run_dir is None else relative_to(item.run_dir, root)
+        run_dir = None if item.run_dir is None else from_here(item.run_dir, here)
         # Written after report.md: a failure in between leaves no page to name.
         page = item.run_dir is not None and (item.run_dir / "report.html").is_file()
         lines += terminal_lines(item.summary, run_dir, _terminal_width(), item.not_written, page)
