@@ -360,10 +360,57 @@ def mcp_block(tmp: Path) -> dict[str, Block]:
     return {"mcp-transcript": Block(mask("\n".join(anyio.run(session)), tmp))}
 
 
+# The named-run walkthrough: one name given to two runs, a prompt edited in between.
+RUN_NAME = "nightly"
+EDIT = ("polite and empathetic", "warm, polite and empathetic")  # in the polite-rewrite prompt
+# What the command line shows of it: the same edit, as a user's shell would make it.
+EDIT_COMMAND = f"sed -i 's/{EDIT[0]}/{EDIT[1]}/' {EXAMPLE_SUITE}"
+# `evalmine runs` prints the date to the minute; `compare` prints latency deltas (measured).
+MINUTE = re.compile(r"\b\d{4}-\d\d-\d\d \d\d:\d\d\b")
+MINUTE_MASK = "yyyy-mm-dd hh:mm"
+LATENCY_DELTA = re.compile(r"\b(p50|p95) [+-]\d+ ms\b")
+LATENCY_DELTA_MASK = r"\1 +N ms"
+
+
+def named_runs_block(tmp: Path) -> dict[str, Block]:
+    """Two runs named alike, a prompt edited between them; `evalmine runs` lists both under
+    the name, and `evalmine compare NAME~1 NAME` says what the edit changed."""
+    project, home = new_project(tmp, "named"), tmp / "home-named"
+    env = child_environment(home)
+    suite = project / EXAMPLE_SUITE
+    named = [*PYTEST_COMMAND, f"--evalmine-run-name={RUN_NAME}"]
+    shown: list[str] = []
+
+    def shell(words: list[str], argv: list[str], keep_from: str | None = None) -> None:
+        output = run(argv, project, env, expect=0)
+        lines = [
+            LATENCY_DELTA.sub(LATENCY_DELTA_MASK, MINUTE.sub(MINUTE_MASK, line))
+            for line in mask(output, tmp).splitlines()
+        ]
+        if keep_from is not None:  # a run: its last lines, where its reports are
+            start = next(i for i, line in enumerate(lines) if line.startswith(keep_from))
+            lines = [ELIDED, *run_lines("collected 0 items\n" + "\n".join(lines[start:]), tmp)]
+        shown.extend([f"$ {' '.join(words)}", *lines])
+
+    pytest_argv = [sys.executable, "-m", *named, "-p", "pytest_evalmine.plugin"]
+    shell(named, pytest_argv, keep_from="report:")
+    text = suite.read_text()
+    if EDIT[0] not in text:
+        raise RuntimeError(f"{EXAMPLE_SUITE} no longer says {EDIT[0]!r}: change EDIT")
+    suite.write_text(text.replace(EDIT[0], EDIT[1], 1))
+    shown.append(f"$ {EDIT_COMMAND}")
+    shell(named, pytest_argv, keep_from="report:")
+    cli = [sys.executable, "-m", "pytest_evalmine.commands.cli"]
+    for words in (["runs", "support-desk"], ["compare", f"{RUN_NAME}~1", RUN_NAME]):
+        shell(["evalmine", *words], [*cli, *words])
+    return {"named-runs": Block("\n".join(shown))}
+
+
 GENERATORS: list[Callable[[Path], dict[str, Block]]] = [
     terminal_blocks,
     unknown_key_block,
     mcp_block,
+    named_runs_block,
 ]
 
 

@@ -46,7 +46,8 @@ def test_validate_a_good_suite(capsys: pytest.CaptureFixture[str], tmp_path: Pat
     assert (code, err) == (0, "")
     assert out == (
         "ok examples/support-desk.eval.yaml: suite support-desk, 56 items, "
-        "anthropic/claude-haiku-4-5, google/gemini-2.5-flash; judge anthropic/claude-haiku-4-5\n"
+        "anthropic/claude-haiku-4-5, google/gemini-2.5-flash; judge anthropic/claude-haiku-4-5; "
+        "variants concise\n"
     )
 
 

@@ -44,12 +44,14 @@ def block_lines(doc_examples: ModuleType, shown: str, name: str) -> list[str]:
 
 
 def test_the_docs_examples_match_a_real_run(doc_examples: ModuleType, tmp_path: Path) -> None:
-    """Two pytest runs, one `evalmine validate` and an MCP session (its run_suite a third run)."""
+    """Two pytest runs, one `evalmine validate`, an MCP session (its run_suite a third run)
+    and the named-run walkthrough (two more runs, `evalmine runs` and `compare`)."""
     blocks = doc_examples.generate(tmp_path)
     texts = documents(doc_examples)
     placed = doc_examples.placements(texts, blocks)
     assert placed["run-summary"] == "README.md"
     assert placed["run-output"] == "docs/guide/getting-started.md"
+    assert placed["named-runs"] == "docs/guide/comparing-changes.md"
     difference = "\n".join(
         doc_examples.drift(text, blocks, shown) for shown, text in texts.items()
     ).strip()
@@ -63,11 +65,35 @@ def test_the_docs_examples_match_a_real_run(doc_examples: ModuleType, tmp_path: 
     for percent, fraction in zip(printed, returned, strict=True):
         assert abs(float(percent) - 100 * float(fraction)) <= 0.1, (printed, returned)
     assert re.search(r"^\+calls: 0 made, \d+ cached", blocks["rerun-diff"].text, re.M)
+    named_walkthrough(blocks["named-runs"].text)
     # The front page's excerpt is lines of the whole output, in its order.
     whole = blocks["run-output"].text.splitlines()
     shown = [line for line in blocks["run-summary"].text.splitlines() if line != "..."]
     rest = iter(whole)
     assert all(line in rest for line in shown) and len(shown) < len(whole)
+
+
+def named_walkthrough(text: str) -> None:
+    """The named-run walkthrough: two runs under one name, listed by `evalmine runs` with that
+    name, and `evalmine compare nightly~1 nightly` pairing the earlier with the later, naming
+    the task whose prompt was edited between them."""
+    lines = text.splitlines()
+    commands = [line for line in lines if line.startswith("$ ")]
+    assert commands == [
+        "$ pytest examples/ --evalmine-fake --evalmine-run-name=nightly",
+        "$ sed -i 's/polite and empathetic/warm, polite and empathetic/' "
+        "examples/support-desk.eval.yaml",
+        "$ pytest examples/ --evalmine-fake --evalmine-run-name=nightly",
+        "$ evalmine runs support-desk",
+        "$ evalmine compare nightly~1 nightly",
+    ]
+    listed = lines[lines.index("$ evalmine runs support-desk") + 3 :][:2]
+    assert [row.split()[1] for row in listed] == ["nightly", "nightly"]
+    first, second = (row.split()[0] for row in listed)
+    assert first != second
+    compared = lines[lines.index("$ evalmine compare nightly~1 nightly") + 1 :]
+    assert compared[0] == f"{first} -> {second}"
+    assert "tasks changed: polite-rewrite (prompt); only in A: none; only in B: none" in compared
 
 
 def test_the_summary_fits_80_columns_as_the_docs_say(doc_examples: ModuleType) -> None:

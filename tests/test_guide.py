@@ -151,3 +151,16 @@ def test_every_command_of_the_docs_runs_as_written(
     assert len(problems) == 1 and problems[0].startswith(
         "wrong.md:1: evalmine runs no-such-suite exited 4, not 0"
     ), "\n\n".join(problems)
+
+
+def test_the_variant_example_runs_on_the_example_suite(
+    doc_examples: ModuleType, tmp_path: Path
+) -> None:
+    """The guide's `MODEL@VARIANT` example names the example suite, which declares the
+    variant: run at $0 it exits 0 (it exited 10, 'not a declared variant', when the suite
+    declared none), and it is not a command of another suite's folder."""
+    variant = [c for c in doc_examples.all_doc_commands() if "@concise" in c.text]
+    assert variant and all(c.text.startswith("pytest examples/ ") for c in variant)
+    runnable = [c for c in variant if not c.needs]
+    assert runnable, "a keyless (--evalmine-fake) form of the variant example"
+    assert doc_examples.run_doc_commands(runnable, tmp_path) == []

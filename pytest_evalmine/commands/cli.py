@@ -5,9 +5,10 @@ and rendered by ``engine.stored``. Runs themselves are pytest's: ``pytest SUITE`
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -53,9 +54,10 @@ def build_parser() -> Parser:
         sub.add_argument(
             "--rootdir",
             type=Path,
-            default=Path.cwd(),
-            help="the project folder: paths, the report dir and the cache are under it "
-            "(default: the current folder)",
+            default=None,
+            help="the project folder: the paths given, the report dir and the cache are under "
+            "it (default: the rootdir pytest would pick from here and the paths given, so the "
+            "runs `pytest SUITE` wrote are found; the paths given are then from here)",
         )
         return sub
 
@@ -213,6 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         try:
+            _place(args)
             code = COMMANDS[args.command](args)
         except FileNotFoundError as exc:  # a suite or run file named that is not there
             code = _fail(exc, USAGE_ERROR)
@@ -264,6 +267,60 @@ CLI_FLAGS = tuple(
 )
 
 
+def _place(args: argparse.Namespace) -> None:
+    """``args.rootdir``, and ``args.base``, the folder the paths given are relative to: both
+    ``--rootdir`` when it is given (as before pytest's rule was followed), else pytest's
+    rootdir for the paths given, which are then relative to the working directory, as
+    pytest's own arguments are."""
+    from .rootdir import pytest_rootdir
+
+    args.rootdir_given = args.rootdir is not None
+    if args.rootdir_given:
+        args.base = args.rootdir
+        return
+    args.base = Path.cwd()
+    given = [path for path in _paths_given(args) if (args.base / path).exists()]
+    args.rootdir = pytest_rootdir(given, args.base)
+
+
+def _paths_given(args: argparse.Namespace) -> list[str]:
+    """The command's arguments that name files or folders: what pytest's rule starts from."""
+    named = [
+        *(getattr(args, "suites", None) or ()),
+        getattr(args, "folder", None),
+        getattr(args, "run", None),
+        getattr(args, "run_a", None),
+        getattr(args, "run_b", None),
+    ]
+    suite = getattr(args, "suite", None)
+    if suite is not None and suite.endswith((".yaml", ".yml")):
+        named.append(suite)
+    return [str(path) for path in named if path is not None]
+
+
+def _where(args: argparse.Namespace) -> str:
+    """Why a command that found no run looked where it did (nothing to add when told by
+    ``--rootdir``), with a leading space."""
+    if args.rootdir_given:
+        return ""
+    return (
+        f" (the rootdir pytest picks from {args.base} and the paths given; the runs of a suite "
+        "file outside this project are under that file's rootdir: name the suite file, or "
+        "give --rootdir)"
+    )
+
+
+@contextlib.contextmanager
+def _looking(args: argparse.Namespace) -> Iterator[None]:
+    """A run not found: the error says where the command looked, and why there."""
+    try:
+        yield
+    except EvalmineError as exc:
+        if not str(exc).startswith("no run"):
+            raise
+        raise EvalmineError(f"{exc}{_where(args)}") from None
+
+
 def _session(args: argparse.Namespace) -> Any:
     from ..engine.session import EvalSession, Settings
 
@@ -293,7 +350,7 @@ def _suite_name(args: argparse.Namespace) -> str:
 def suite_file(args: argparse.Namespace, given: str) -> Path:
     """A suite file the user named, under ``--rootdir``; one that is not there is a usage
     error (exit 4, spec "Command line"), as a run that is not there is."""
-    path = args.rootdir / given
+    path = args.base / given
     if not path.is_file():
         raise EvalmineError(f"{given}: no such suite file")
     return path
@@ -382,7 +439,7 @@ def cmd_suites(args: argparse.Namespace) -> int:
     from ..suite.builtin import BUILTIN_SUITES
 
     root = args.rootdir.resolve()
-    found = find_suite_files(root / args.folder, args.glob)
+    found = find_suite_files(args.base / args.folder, args.glob)
     if not found:
         print(f"no suite files ({args.glob}) under {args.folder}")
     for path in found:
@@ -408,7 +465,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
     name = _suite_name(args)
     runs = list_runs(_report_root(args), name)
     if not runs:
-        raise EvalmineError(f"no run of suite {name!r} under {_report_root(args)}")
+        raise EvalmineError(f"no run of suite {name!r} under {_report_root(args)}{_where(args)}")
     rows = []
     for run in runs:
         report = run.report()
@@ -464,7 +521,8 @@ def _headline_word(report: dict[str, Any]) -> str:
 def cmd_last(args: argparse.Namespace) -> int:
     from ..engine.stored import latest_run
 
-    run = latest_run(_report_root(args), _suite_name(args))
+    with _looking(args):
+        run = latest_run(_report_root(args), _suite_name(args))
     target = run.report_path if args.json else run.run_dir / "report.md"
     sys.stdout.write(target.read_text("utf-8"))
     return 0
@@ -473,7 +531,8 @@ def cmd_last(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from ..engine.stored import find_run, rerender
 
-    run = find_run(args.run, _report_root(args), args.rootdir)
+    with _looking(args):
+        run = find_run(args.run, _report_root(args), args.base)
     for path in rerender(run, args.rootdir):
         print(f"wrote {path}")
     return 0
@@ -484,8 +543,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from ..reports.sections import changes_section
     from ..reports.terminal import terminal_section
 
-    before = find_run(args.run_a, _report_root(args), args.rootdir)
-    after = find_run(args.run_b, _report_root(args), args.rootdir)
+    with _looking(args):
+        before = find_run(args.run_a, _report_root(args), args.base)
+        after = find_run(args.run_b, _report_root(args), args.base)
     changes = comparison(before, after, args.model, args.allow_other_suite, args.by, args.rootdir)
     if args.json:
         print(json.dumps(changes, indent=2))

@@ -512,6 +512,18 @@ def relative_to(path: Path, root: Path) -> str:
         return str(path)
 
 
+def from_here(path: Path, cwd: Path | None = None) -> str:
+    """``path`` as the user can open it from where they stand: relative to the working
+    directory when it lies inside it, else absolute. (Relative to pytest's rootdir it would
+    not open from a folder that is not the rootdir: a suite file outside the project roots
+    pytest at that file's folder.)"""
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to((cwd or Path.cwd()).resolve()))
+    except ValueError:
+        return str(resolved)
+
+
 def spec_id(spec: ItemSpec) -> str:
     return f"{spec.suite.path}::{spec.task.id}::{spec.name}"
 

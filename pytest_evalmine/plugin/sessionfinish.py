@@ -164,15 +164,17 @@ def _summary_lines(
     finished: list[FinishedSuite],
     failure: str | None,
 ) -> list[Line]:
+    from ..engine.plan import from_here
     from ..reports.terminal import FLAG, Line, other_runs_lines, terminal_lines
 
+    here = config.invocation_params.dir
     lines: list[Line] = []
     for item in finished:
-        run_dir = None if item.run_dir is None else _from_here(item.run_dir)
+        run_dir = None if item.run_dir is None else from_here(item.run_dir, here)
         # Written after report.md: a failure in between leaves no page to name.
         page = item.run_dir is not None and (item.run_dir / "report.html").is_file()
         index_file = None if item.run_dir is None else item.run_dir.parent / "index.html"
-        index = _from_here(index_file) if index_file and index_file.is_file() else None
+        index = from_here(index_file, here) if index_file and index_file.is_file() else None
         lines += terminal_lines(
             item.summary, run_dir, _terminal_width(), item.not_written, page, index
         )
@@ -180,15 +182,6 @@ def _summary_lines(
     if failure is not None:
         lines.append(Line(f"evalmine: could not write reports: {failure}", FLAG))
     return lines
-
-
-def _from_here(path: Path) -> str:
-    """``path`` as it opens from the working folder (where the user typed pytest, which may
-    not be the rootdir): relative when it can be, else absolute."""
-    try:
-        return Path(os.path.relpath(path, Path.cwd())).as_posix()
-    except ValueError:  # another drive (Windows)
-        return str(path.resolve())
 
 
 def _terminal_width() -> int:

@@ -17,7 +17,7 @@ from ..judging.headline import DAGGER
 from ..redaction import printable, redact
 from ..run.records import AnswerRecord
 from .html_page import html_pieces
-from .render import markdown_table, money
+from .render import if_uncached_text, markdown_table, money
 from .sections import Section, flagged, number, percent, report_sections
 from .suite_index import suite_index_html
 from .summary import RunSummary, failure_reason
@@ -247,8 +247,7 @@ def decision_entry(summary: RunSummary) -> list[str]:
             f"{percent(score.schema_all.value)}, p50 {number(score.latency_p50_s, 3)} s"
         )
     lines += [
-        f"- Cost this run: {money(summary.spent_usd)} "
-        f"(if uncached {money(summary.if_uncached_usd)})",
+        f"- Cost this run: {money(summary.spent_usd)} ({if_uncached_text(summary)})",
         "- Decision: ____",
         "- Why: ____",
         "```",

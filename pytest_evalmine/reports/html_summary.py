@@ -116,10 +116,18 @@ def scorecard_html(report: dict[str, Any]) -> str:
     return (
         '<section id="scorecard"><h2>Scorecard</h2>'
         + table(headers, rows, links=models)
-        + f"<p>Cost {usd(cost.get('spent_usd'))} this run, {usd(cost.get('if_uncached_usd'))}"
-        f" if uncached; cap {usd(cost.get('cap_usd'))} ({esc(cost.get('cap_source', ''))}); "
+        + f"<p>Cost {usd(cost.get('spent_usd'))} this run, {_if_uncached(cost)}"
+        f"; cap {usd(cost.get('cap_usd'))} ({esc(cost.get('cap_source', ''))}); "
         f"prices pinned {esc(cost.get('prices_pinned', ''))}.</p>{sandbox_p}</section>"
     )
+
+
+def _if_uncached(cost: dict[str, Any]) -> str:
+    """As the text says it: today's prices, and the recorded figure when it differs."""
+    today, recorded = usd(cost.get("if_uncached_usd")), usd(cost.get("if_uncached_recorded_usd"))
+    if "if_uncached_recorded_usd" not in cost or today == recorded:
+        return f"{today} if uncached"
+    return f"{today} if uncached at today's prices (recorded {recorded})"
 
 
 def exclusions_html(headline: dict[str, Any]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..stats.proportions import Proportion
 from .scorecard import ModelScore, Rate
@@ -37,6 +38,16 @@ def number(value: float | None, digits: int = 2) -> str:
 def money(value: float) -> str:
     """Dollars with four decimals, six below a tenth of a cent (tiny runs cost fractions)."""
     return f"${value:.4f}" if value == 0 or abs(value) >= 0.001 else f"${value:.6f}"
+
+
+def if_uncached_text(summary: Any) -> str:
+    """``$X if uncached``: what the run's calls would cost made now, at today's price table;
+    when a cached call was paid at other prices, which figure it is and the recorded one:
+    ``$X if uncached at today's prices (recorded $Y)``."""
+    today, recorded = money(summary.if_uncached_usd), money(summary.if_uncached_recorded_usd)
+    if today == recorded:
+        return f"{today} if uncached"
+    return f"{today} if uncached at today's prices (recorded {recorded})"
 
 
 def proportion_text(rate: Proportion) -> str:

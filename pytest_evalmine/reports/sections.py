@@ -27,7 +27,15 @@ from .power_section import TITLE as POWER_TITLE
 from .power_section import power_lines
 from .ranking_section import TITLE as RANKING_TITLE
 from .ranking_section import ranking_lines
-from .render import HEADERS, money, number, percent, proportion_text, scorecard_rows
+from .render import (
+    HEADERS,
+    if_uncached_text,
+    money,
+    number,
+    percent,
+    proportion_text,
+    scorecard_rows,
+)
 from .scorecard import TaskScore
 from .summary import RunSummary, failure_reason
 
@@ -409,8 +417,8 @@ def scorecard_section(summary: RunSummary) -> Section:
                 row.append(_score_cell(cell))
     section.tables.append((headers, rows))
     section.footer.append(
-        f"cost: {money(summary.spent_usd)} this run, {money(summary.if_uncached_usd)} if "
-        f"uncached (answers and judge); cap {money(summary.cap_usd)} ({summary.cap_source}); "
+        f"cost: {money(summary.spent_usd)} this run, {if_uncached_text(summary)} "
+        f"(answers and judge); cap {money(summary.cap_usd)} ({summary.cap_source}); "
         f"prices pinned {summary.prices_pinned}"
     )
     concurrency = concurrency_line(summary.concurrency)

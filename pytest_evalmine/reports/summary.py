@@ -238,6 +238,15 @@ class RunSummary:
         return sum(r.cost_if_uncached_usd for r in self.records) + judge
 
     @property
+    def if_uncached_recorded_usd(self) -> float:
+        """``if_uncached_usd`` at the prices each cached call was paid at (answers and
+        judge): it differs from today's figure only when the price table changed since."""
+        calls: list[Any] = list(self.records) + list(self._verdicts)
+        if self.headline:
+            calls += [j for p in self.headline.all_pairs for j in p.calls]
+        return sum(call.cost_as_recorded_usd for call in calls)
+
+    @property
     def outcomes(self) -> dict[str, int]:
         return dict(sorted(Counter(r.outcome for r in self.records).items()))
 
@@ -362,6 +371,7 @@ class RunSummary:
                 "answers_spent_usd": self.answers_spent_usd,
                 "judge_spent_usd": self.judge_spent_usd,
                 "if_uncached_usd": self.if_uncached_usd,
+                "if_uncached_recorded_usd": self.if_uncached_recorded_usd,
                 "possibly_billed_usd": self.possibly_billed_usd,
                 "possibly_billed_calls": self.calls_possibly_billed,
                 "possibly_billed_tries": self.tries_possibly_billed,

@@ -29,7 +29,8 @@ class Outcome:
     response: Response | None = None
     cached: bool = False
     cost_usd: float = 0.0
-    cost_if_uncached_usd: float = 0.0
+    cost_if_uncached_usd: float = 0.0  # at today's prices
+    recorded_cost_usd: float | None = None  # a cached answer's, as paid (``CallAccounting``)
     error: str | None = None
     error_kind: str | None = None
     attempts: int = 0

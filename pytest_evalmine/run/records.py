@@ -26,7 +26,11 @@ class CallAccounting:
     key: str = ""
     cached: bool = False
     cost_usd: float = 0.0
+    # What the call would cost if made now: its usage at today's price table.
     cost_if_uncached_usd: float = 0.0
+    # A cached answer's cost as recorded when it was paid (None: paid this run, at today's
+    # prices): the two differ when the price table changed in between.
+    recorded_cost_usd: float | None = None
     # Worst case of tries that were sent and failed: the provider may have billed them.
     possibly_billed_usd: float = 0.0
     attempts: int = 0
@@ -48,6 +52,12 @@ class CallAccounting:
         if self.billed_tries is not None:
             return self.billed_tries
         return 1 if self.possibly_billed_usd else 0
+
+    @property
+    def cost_as_recorded_usd(self) -> float:
+        """The call's cost as the cache recorded it (paid this run: what it cost now)."""
+        recorded = self.recorded_cost_usd
+        return self.cost_if_uncached_usd if recorded is None else recorded
 
 
 ACCOUNTING_FIELDS = tuple(f.name for f in fields(CallAccounting))

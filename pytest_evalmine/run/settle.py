@@ -25,6 +25,9 @@ def from_cache(item: Planned, hit: Hit, run_token: str, owner: str) -> Outcome:
     # A cache written before redaction existed may still hold a key.
     response = redacted_response(hit.answer.response)
     claim = hit.claim
+    # "If uncached" is what the call would cost now: its usage at today's price table, not
+    # the cost recorded when it was paid (the table may have changed since; both are kept).
+    today = item.price.cost(hit.answer.response.usage)
     if claim is not None and claim.run_token == run_token and claim.owner != owner:
         # Paid in this very run by another worker: report it as paid, exactly as a
         # single process would.
@@ -33,7 +36,8 @@ def from_cache(item: Planned, hit: Hit, run_token: str, owner: str) -> Outcome:
             OK,
             response,
             cost_usd=claim.cost_usd,
-            cost_if_uncached_usd=hit.answer.cost_usd,
+            cost_if_uncached_usd=today,
+            recorded_cost_usd=hit.answer.cost_usd,
             attempts=claim.attempts,
             possibly_billed_usd=claim.possibly_billed_usd,
         )
@@ -42,7 +46,8 @@ def from_cache(item: Planned, hit: Hit, run_token: str, owner: str) -> Outcome:
         OK,
         response,
         cached=True,
-        cost_if_uncached_usd=hit.answer.cost_usd,
+        cost_if_uncached_usd=today,
+        recorded_cost_usd=hit.answer.cost_usd,
     )
 
 
