@@ -8,7 +8,6 @@ budget", "Shards and merge")."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -260,8 +259,8 @@ def merge(
     root = tmp_path / "merge"
     root.mkdir()
     (root / "pytest.ini").write_text("[pytest]\n")
-    for suite in shards[0].root.glob("*.eval.yaml"):  # the checkout the merge job has too
-        shutil.copy(suite, root / suite.name)
+    for suite_file in shards[0].root.glob("*.eval.yaml"):  # the merge job's checkout has it
+        shutil.copy(suite_file, root / suite_file.name)
     for shard in shards:
         for report in shard.partials(suite):
             shutil.copytree(report.parent, root / "reports" / suite / report.parent.name)
@@ -482,7 +481,7 @@ def test_a_cap_shared_by_three_shards_is_never_exceeded_under_lying_usage(
     assert sum(r["cost"]["worst_case_usd"] for r in reports) > cap
     spent = sum(r["cost"]["spent_usd"] for r in reports)
     possibly = sum(r["cost"]["possibly_billed_usd"] for r in reports)
-    assert 0 < spent and spent + possibly <= cap * (1 + 1e-9)
+    assert spent > 0 and spent + possibly <= cap * (1 + 1e-9)
     ((ledger_spent, ledger_possibly),) = query(
         postgres_url,
         "SELECT COALESCE(SUM(spent_usd) FILTER (WHERE state = 'spent'), 0), "
@@ -496,7 +495,7 @@ def test_a_cap_shared_by_three_shards_is_never_exceeded_under_lying_usage(
     )
     assert budgets == 1 and committed <= cap * (1 + 1e-9), "one budget, within the cap"
     # The refusals are budget outcomes: items not run for the cap, and the exit code says so.
-    refused = sum(row["not_run_budget"]["n"] for r in reports for row in r["scorecard"])
+    refused = sum(row["not_run_budget"] for r in reports for row in r["scorecard"])
     assert refused > 0
     assert {code for code, _ in results} & {
         exitcodes.STOPPED_OVER_BUDGET,
@@ -523,10 +522,9 @@ def test_the_store_server_restarted_mid_run_then_the_rerun_completes_paying_noth
     postgres_server.restart()
     restarted_at = time.time()
     results = [shard.wait() for shard in shards]
-    print(restarted_at, [(code, output[-2000:]) for code, output in results])
-    for code, output in results:
+    for _, output in results:
         no_traceback(output)
-    assert len(server.seen) < 2 * REQUESTS
+    assert any(s.arrived > restarted_at for s in server.seen), "the restart was mid-run"
     for index, shard in enumerate(shards, start=1):
         if shard.runs[-1][0] != 0:
             shard.start(server.endpoint, *shard_args(postgres_url, index, 3, "restarted"))
@@ -560,4 +558,17 @@ def test_the_merged_run_on_postgresql_equals_a_one_process_run_on_the_fake_adapt
     ]
     whole = merged_report(root, "shardy")
     assert whole["items"] == alone["items"] == 24
-    assert differences(masked(alone), masked(whole)) == []
+    assert differences(without_latencies(masked(alone)), without_latencies(masked(whole))) == []
+
+
+# Measured durations: two cold runs time their calls apart (tests/test_shards.py compares
+# runs over one cache, whose answers keep the latency they were stored with).
+LATENCIES = {"latency_p50_s", "latency_p95_s"}
+
+
+def without_latencies(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: without_latencies(v) for k, v in value.items() if k not in LATENCIES}
+    if isinstance(value, list):
+        return [without_latencies(v) for v in value]
+    return value
