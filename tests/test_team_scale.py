@@ -316,6 +316,10 @@ def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 120.0)
         time.sleep(0.05)
 
 
+def answers_of(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "answers.jsonl").read_text().splitlines()]
+
+
 def no_traceback(output: str) -> None:
     assert "Traceback" not in output and "INTERNALERROR" not in output, output[-4000:]
 
@@ -332,8 +336,10 @@ def test_a_shard_killed_mid_run_and_rerun_pays_nothing_twice_and_loses_nothing(
     shards = machines(3)
     for index, shard in enumerate(shards, start=1):
         shard.start(server.endpoint, *shard_args(postgres_url, index, 3, "nightly"))
-    victim = shards[1]
-    victim_cases = {c for c in range(CASES) if shard_of_case(c, 3) == 2}
+    # The victim: the shard with the most cases, so its run is longest to be killed in.
+    slices = {k: {c for c in range(CASES) if shard_of_case(c, 3) == k} for k in (1, 2, 3)}
+    index = max(slices, key=lambda k: len(slices[k]))
+    victim, victim_cases = shards[index - 1], slices[index]
     assert len(victim_cases) >= 3, "the victim has calls to be killed among"
 
     def victim_mid_run() -> bool:
@@ -386,10 +392,10 @@ def test_a_shard_killed_mid_run_and_rerun_pays_nothing_twice_and_loses_nothing(
     before_rerun = len(server.of_cases(victim_cases))
     assert before_rerun < 2 * len(victim_cases), "the victim was killed before its last call"
 
-    others = [shard.wait() for shard in (shards[0], shards[2])]
+    others = [shard.wait() for shard in shards if shard is not victim]
     for code, output in others:
         assert code == 0, output[-3000:]
-    victim.start(server.endpoint, *shard_args(postgres_url, 2, 3, "nightly"))
+    victim.start(server.endpoint, *shard_args(postgres_url, index, 3, "nightly"))
     code, output = victim.wait()
     assert code == 0, output[-3000:]
     no_traceback(output)
@@ -456,6 +462,20 @@ def lying(received: Received) -> dict[str, Any]:
     return [honest, LIES["twice-the-bounds"], LIES["negative-prompt"]][case % 3](received)
 
 
+REFUSED = exitcodes.REFUSED_BEFORE_SPENDING
+# What the whole suite may cost at worst (spec "Prices and the budget", "Reservation"): each
+# call's input bound, the prompt's UTF-8 bytes + 64, at the input price, and max_tokens at
+# the output price, which is what a lying call is priced at.
+WORST_CASE_USD = (
+    sum(
+        (len(f"Rewrite politely: ticket {case:02d}".encode()) + 64) * 100 + 64 * 1
+        for case in range(CASES)
+        for _ in MODEL_NAMES
+    )
+    / 1e6
+)
+
+
 def test_a_cap_shared_by_three_shards_is_never_exceeded_under_lying_usage(
     postgres_url: str, wire: Callable[..., WireServer], machines: Callable[..., list[Shard]]
 ) -> None:
@@ -476,9 +496,10 @@ def test_a_cap_shared_by_three_shards_is_never_exceeded_under_lying_usage(
             output[-3000:]
         )
         no_traceback(output)
-    reports = [json.loads(shard.partials()[-1].read_text()) for shard in shards]
     # The three together would have spent past the cap: it had to refuse.
-    assert sum(r["cost"]["worst_case_usd"] for r in reports) > cap
+    assert cap < WORST_CASE_USD
+    ran = [(s, r) for s, r in zip(shards, results, strict=True) if r[0] != REFUSED]
+    reports = [json.loads(shard.partials()[-1].read_text()) for shard, _ in ran]
     spent = sum(r["cost"]["spent_usd"] for r in reports)
     possibly = sum(r["cost"]["possibly_billed_usd"] for r in reports)
     assert spent > 0 and spent + possibly <= cap * (1 + 1e-9)
@@ -494,13 +515,28 @@ def test_a_cap_shared_by_three_shards_is_never_exceeded_under_lying_usage(
         postgres_url, "SELECT SUM(committed_usd), COUNT(*) FROM evalmine.run_totals"
     )
     assert budgets == 1 and committed <= cap * (1 + 1e-9), "one budget, within the cap"
-    # The refusals are budget outcomes: items not run for the cap, and the exit code says so.
-    refused = sum(row["not_run_budget"] for r in reports for row in r["scorecard"])
+    # The refusals are budget outcomes: an item the cap kept from being sent is
+    # not_run_budget, one whose retry it refused an error saying so (spec "Dispatch", step
+    # 6), and a shard that had either exits 11; no other item failed. A shard refused before
+    # spending (what the others reserved left no room for its estimate) says so, exit 10.
+    refused = 0
+    for code, output in results:
+        if code == REFUSED:
+            assert f"evalmine: exit {REFUSED}: " in output and "cap" in output, output[-3000:]
+            refused += 1
+    for (shard, (code, output)), report in zip(ran, reports, strict=True):
+        rows = answers_of(shard.partials()[-1].parent)
+        budget = [
+            r
+            for r in rows
+            if r["outcome"] == "not_run_budget"
+            or (r["outcome"] == "error" and "the cost cap has no room" in r["error"])
+        ]
+        assert len(budget) + sum(r["outcome"] == "passed" for r in rows) == report["items"]
+        refused += len(budget)
+        assert code == (exitcodes.STOPPED_OVER_BUDGET if budget else 0), output[-3000:]
+        assert report["partial"] == bool(budget)
     assert refused > 0
-    assert {code for code, _ in results} & {
-        exitcodes.STOPPED_OVER_BUDGET,
-        exitcodes.REFUSED_BEFORE_SPENDING,
-    }
     # The lies were seen and clamped: each answer that lied is listed as an anomaly.
     assert sum(len(r["usage_anomalies"]) for r in reports) > 0
 
