@@ -144,22 +144,42 @@ def postgres_url(postgres_server: PostgresServer) -> str:
     return postgres_server.url(postgres_server.fresh_database())
 
 
+# The stores the tests opened with ``open_test_store``: ``store_location`` closes them when
+# its test ends (a PostgreSQL store holds a pool of connections and a lease thread).
+_OPENED_STORES: list[Any] = []
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """Where a store under test lives, once per backend: a SQLite file, a fresh PostgreSQL
-    database (``open_store(location)``)."""
+    database (``open_test_store(location)``). The PostgreSQL case skips without the server
+    (naming what to install), and fails so under ``CI=true`` (``postgres_server``)."""
     if request.param == "sqlite":
-        return str(tmp_path / "cache.sqlite")
-    return request.getfixturevalue("postgres_url")
+        location = str(tmp_path / "cache.sqlite")
+    else:
+        location = request.getfixturevalue("postgres_url")
+    yield location
+    while _OPENED_STORES:
+        _OPENED_STORES.pop().close()
 
 
 def open_test_store(location: str) -> Any:
-    """The store at ``store_location``: SQLite for a path, PostgreSQL for a URL."""
+    """The store at ``store_location``: SQLite for a path, PostgreSQL for a URL. Each call
+    opens another store (another process's view of the same data)."""
     from pytest_evalmine.run.store.location import is_postgresql, open_store
 
     if is_postgresql(location):
-        return open_store(location, Path("unused.sqlite"))
-    return open_store(None, Path(location))
+        store = open_store(location, Path("unused.sqlite"))
+    else:
+        store = open_store(None, Path(location))
+    _OPENED_STORES.append(store)
+    return store
+
+
+def is_sqlite(location: str) -> bool:
+    from pytest_evalmine.run.store.location import is_postgresql
+
+    return not is_postgresql(location)
 
 
 @pytest.fixture
