@@ -21,8 +21,9 @@ from pytest_evalmine.adapters.fake import FakeAdapter
 from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.run.dispatch import BUDGET, ERROR, OK, Dispatcher
 from pytest_evalmine.run.prices import load_prices
-from pytest_evalmine.run.store import Store, StoreBackend
+from pytest_evalmine.run.store import Store
 from tests.conftest import open_test_store
+from tests.dispatchers import store_at
 
 
 @dataclass
@@ -70,12 +71,6 @@ class Probe:
 
     async def aclose(self) -> None:
         return None
-
-
-def store_at(where: Path | str) -> StoreBackend:
-    """A folder: the SQLite file ``cache.sqlite`` in it; a ``store_location`` (a SQLite
-    file's path or a PostgreSQL URL): a store opened there, another process's view of it."""
-    return Store(where / "cache.sqlite") if isinstance(where, Path) else open_test_store(where)
 
 
 def make_dispatcher(
