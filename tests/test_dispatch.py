@@ -11,6 +11,7 @@ import json
 import multiprocessing
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -217,6 +218,39 @@ def test_two_processes_of_one_run_never_pay_twice(store_location: str) -> None:
     assert len(paid) == 40
     total = sum(o.cost_usd for o in results["a"].values())
     assert total == pytest.approx(sum(o.cost_usd for o in results["b"].values()))
+
+
+def test_a_run_waited_for_is_named_with_what_it_committed_whatever_its_budget(
+    store_location: str,
+) -> None:
+    """``Dispatcher.other_runs``: the run whose calls ours waited for, and what that run
+    committed. Its rows count under its budget (here a shared one, not its token), so the
+    amount is read by run (``committed_by_run``), not by budget (``committed``: 0 here)."""
+    probe = Probe(latency_s=0.3)
+    first = make_dispatcher(store_location, probe, run_token="first", budget_token="nightly")
+    second = make_dispatcher(store_location, probe, run_token="second", owner="host:2")
+    batch = requests(5)
+    results: dict[str, dict] = {}
+    paying = threading.Thread(target=lambda: results.update(first=first.run(first.plan(batch))))
+    paying.start()
+    try:
+        # Its wave is claimed in one transaction before the first call goes out.
+        deadline = time.monotonic() + 60
+        while not probe.calls and time.monotonic() < deadline:
+            time.sleep(0.005)
+        results["second"] = second.run(second.plan(batch))
+    finally:
+        paying.join()
+    assert len(probe.calls) == 5  # the second run waited and paid nothing
+    assert {o.status for o in results["second"].values()} == {OK}
+    assert all(o.cost_usd == 0 for o in results["second"].values())
+    paid = sum(o.cost_usd for o in results["first"].values())
+    assert paid > 0
+    assert second.other_runs == {"first": pytest.approx(paid)}
+    assert first.store.committed("nightly") == pytest.approx(paid)
+    assert first.store.committed("first") == 0.0  # by budget: the token names none
+    assert first.store.committed_by_run("first") == pytest.approx(paid)
+    assert first.store.committed_by_run("second") == 0.0
 
 
 def _open_and_count(path: str, barrier: threading.Barrier) -> str | None:
