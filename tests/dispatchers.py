@@ -17,7 +17,7 @@ from pytest_evalmine.run.dispatch import Dispatcher
 from pytest_evalmine.run.endpoints import parse_option
 from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.store import Store, StoreBackend
-from tests.conftest import open_test_store
+from tests.stores import open_test_store
 
 
 def store_at(where: Path | str) -> StoreBackend:
