@@ -81,7 +81,7 @@ class PostgresDatabase:
         again on another connection, up to ``ATTEMPTS`` times in all; ``work`` is written
         so that running it again does what running it once would."""
         if self._gone is not None:
-            raise StoreUnavailable(str(self._gone))
+            raise StoreUnavailable(str(self._gone)) from None
         error: psycopg.OperationalError | None = None
         for attempt in range(ATTEMPTS):
             if attempt:
@@ -92,8 +92,11 @@ class PostgresDatabase:
             except psycopg.OperationalError as exc:
                 error = exc
         assert error is not None
-        self._gone = self._unavailable(error)
-        raise StoreUnavailable(str(self._gone)) from None
+        unavailable = self._unavailable(error)
+        if not (error.sqlstate or "").startswith("40"):
+            # The server, not a transaction it rolled back (class 40: a deadlock).
+            self._gone = unavailable
+        raise unavailable from None
 
     def _read(self, query: str, parameters: Any = None) -> list[tuple[Any, ...]]:
         return self._transaction(lambda db: db.execute(query, parameters).fetchall())
