@@ -33,6 +33,11 @@ class SuiteError(EvalmineError):
         super().__init__("\n".join(lines))
 
 
+class StoreUnavailable(EvalmineError):
+    """The shared store (a PostgreSQL server) cannot be reached or refused the connection:
+    at start-up, or mid-run once an operation's tries are spent (the run then stops)."""
+
+
 class PriceError(EvalmineError):
     """A model has no price row, or a price table is malformed."""
 

@@ -22,6 +22,7 @@ from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.runtoken import new_run_token
 from pytest_evalmine.run.store import Store
 from tests.dispatchers import loopback_registry
+from tests.stores import is_sqlite, open_test_store
 
 ROOT = Path(__file__).resolve().parent.parent
 KEY_ENV = "EVALMINE_TEST_BATCH_KEY"
@@ -42,9 +43,10 @@ def requests_for(n: int, provider: str) -> list[Request]:
 def dispatcher(
     url: str, cache: str, *, cap: float = 5.0, batch: BatchSession | None, **options: Any
 ) -> Dispatcher:
+    """``cache``: a SQLite file's path, or a PostgreSQL store's URL (``store_location``)."""
     return Dispatcher(
         registry=loopback_registry(url, KEY_ENV),
-        store=Store(cache),
+        store=Store(cache) if is_sqlite(cache) else open_test_store(cache),
         prices=load_prices(),
         run_token=new_run_token(),
         cap_usd=cap,
@@ -67,7 +69,7 @@ def run_once(
 
 
 def spawn(
-    url: str, cache: Path, count: int, *, poll_s: float, output: int = subprocess.PIPE
+    url: str, cache: Path | str, count: int, *, poll_s: float, output: int = subprocess.PIPE
 ) -> subprocess.Popen[str]:
     """This module's run of ``count`` requests to OpenAI's wire in a process of its own,
     polling every ``poll_s`` seconds; its stdout and stderr to ``output``."""

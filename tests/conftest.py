@@ -7,6 +7,7 @@ import os
 import sqlite3
 import textwrap
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -20,6 +21,9 @@ from pytest_evalmine import redaction
 from pytest_evalmine.suite.builtin import BUILTIN_SUITES, DATA_ENV
 from tests.postgres_server import INSTALL as POSTGRES_INSTALL
 from tests.postgres_server import PostgresServer, server_bin
+from tests.stores import close_test_stores, is_sqlite, open_test_store
+
+__all__ = ["is_sqlite", "open_test_store"]  # for the tests that import them from here
 
 # The variables the built-in providers read for their base URL (run/endpoints.py).
 BASE_URL_NAMES = ("ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL", "OPENAI_BASE_URL")
@@ -145,21 +149,47 @@ def postgres_url(postgres_server: PostgresServer) -> str:
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+def store_location(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """Where a store under test lives, once per backend: a SQLite file, a fresh PostgreSQL
-    database (``open_store(location)``)."""
+    database (``open_test_store(location)``). The PostgreSQL case skips without the server
+    (naming what to install), and fails so under ``CI=true`` (``postgres_server``)."""
     if request.param == "sqlite":
-        return str(tmp_path / "cache.sqlite")
-    return request.getfixturevalue("postgres_url")
+        location = str(tmp_path / "cache.sqlite")
+    else:
+        location = request.getfixturevalue("postgres_url")
+    yield location
+    close_test_stores()
 
 
-def open_test_store(location: str) -> Any:
-    """The store at ``store_location``: SQLite for a path, PostgreSQL for a URL."""
-    from pytest_evalmine.run.store.location import is_postgresql, open_store
+@dataclass(frozen=True)
+class RunStore:
+    """The store a whole pytest run uses (``run_store``): SQLite under the run's folder
+    (``url`` None, no option), or a PostgreSQL database (``--evalmine-store=URL``)."""
 
-    if is_postgresql(location):
-        return open_store(location, Path("unused.sqlite"))
-    return open_store(None, Path(location))
+    url: str | None
+
+    @property
+    def options(self) -> list[str]:
+        return [] if self.url is None else [f"--evalmine-store={self.url}"]
+
+    def answer_keys(self, root: Path) -> set[str]:
+        """Every answer in the store (``root``: the folder the run ran in)."""
+        if self.url is None:
+            return cached_keys(root)
+        import psycopg
+
+        with psycopg.connect(self.url) as db:
+            return {row[0] for row in db.execute("SELECT key FROM evalmine.answers")}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def run_store(request: pytest.FixtureRequest) -> RunStore:
+    """The store of an end-to-end run, once per backend (a handful of runs take it: the
+    money and cache guarantees across processes); the PostgreSQL case skips without the
+    server, as ``postgres_server`` does."""
+    if request.param == "sqlite":
+        return RunStore(None)
+    return RunStore(request.getfixturevalue("postgres_url"))
 
 
 @pytest.fixture

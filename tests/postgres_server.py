@@ -97,8 +97,13 @@ class PostgresServer:
 
     def restart(self) -> None:
         """Stop at once (every connection broken) and start again on the same port."""
-        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+        self.halt()
         self.launch()
+
+    def halt(self) -> None:
+        """Stop the server (every connection broken), keeping its data: ``launch`` brings it
+        back on the same port."""
+        self._run(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
 
     def stop(self) -> None:
         with contextlib.suppress(Exception):

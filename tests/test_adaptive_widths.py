@@ -22,7 +22,7 @@ from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.records import AnswerRecord
 from pytest_evalmine.run.store import Store
 
-from .conftest import latest_answers, latest_report
+from .conftest import latest_answers, latest_report, open_test_store
 from .dispatchers import endpoint_dispatcher
 from .slot_server import SlotServer, running_slot_server
 from .test_concurrency import ask, simulate
@@ -125,8 +125,8 @@ def test_rate_limit_headroom_bounds_the_width() -> None:
 
 
 # loopback servers -------------------------------------------------------------------------
-def dispatcher_for(tmp_path: Path, spec: str, **kwargs: object) -> Dispatcher:
-    return endpoint_dispatcher(tmp_path, spec, adaptive=True, **kwargs)
+def dispatcher_for(where: Path | str, spec: str, **kwargs: object) -> Dispatcher:
+    return endpoint_dispatcher(where, spec, adaptive=True, **kwargs)
 
 
 def anthropic_dispatcher(tmp_path: Path, url: str, concurrency: int) -> Dispatcher:
@@ -223,19 +223,19 @@ def test_probing_stops_once_latency_rises_on_a_one_slot_server(tmp_path: Path) -
     assert [o.response.width for o in outcomes if o.response is not None][-4:] == [1] * 4
 
 
-def test_the_width_a_run_learnt_is_where_the_next_run_starts(tmp_path: Path) -> None:
+def test_the_width_a_run_learnt_is_where_the_next_run_starts(store_location: str) -> None:
     from pytest_evalmine.run import widths  # here: the module is new (checked on the old code)
 
     # 0.2 s answers: the in-process server's jitter is far from the rise of a queue.
     with running_slot_server(SlotServer(slots=8, service_s=0.2)) as (loopback, _):
         spec = f"local={loopback.url}/v1,free"
-        first = dispatcher_for(tmp_path, spec, concurrency=8)
+        first = dispatcher_for(store_location, spec, concurrency=8)
         first.run_each(first.plan(ask(40, timeout_s=5.0)))
         learnt = first.concurrency_used()["local"]["capacity"]
         assert learnt > 1  # eight slots: grown past the slow start
-        store = Store(tmp_path / "cache.sqlite")  # the same file, opened anew
+        store = open_test_store(store_location)  # the same store, opened anew
         assert widths.remembered(store, f"{loopback.url}/v1") == learnt
-        second = dispatcher_for(tmp_path, spec, concurrency=8)  # the next run
+        second = dispatcher_for(store_location, spec, concurrency=8)  # the next run
         fresh = [Request(model="local/m", prompt=f"new {i}", timeout_s=5.0) for i in range(3)]
         outcomes = second.run_each(second.plan(fresh))
     assert [o.status for o in outcomes] == [OK] * 3 and not any(o.cached for o in outcomes)
@@ -285,6 +285,8 @@ def test_a_runs_scorecard_names_the_width_its_latency_was_taken_at(
 
 
 def test_a_version_3_cache_gains_the_learned_widths_table(tmp_path: Path) -> None:
+    # SQLite alone: the upgrade of an older SQLite file (PostgreSQL stores began at a
+    # version with every table).
     from pytest_evalmine.run import widths  # here: the module is new (checked on the old code)
 
     path = tmp_path / "cache.sqlite"
@@ -293,6 +295,9 @@ def test_a_version_3_cache_gains_the_learned_widths_table(tmp_path: Path) -> Non
     old.connection.execute("PRAGMA user_version = 3")
     old.close()
     store = Store(path)
-    assert store.connection.execute("PRAGMA user_version").fetchone()[0] == 4
+    from pytest_evalmine.run.store.schema import SCHEMA_VERSION
+
+    # Upgraded to the current version (4 added the table; later versions upgrade past it).
+    assert store.connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     widths.remember(store, {"http://127.0.0.1:1/v1": 3})
     assert widths.remembered(store, "http://127.0.0.1:1/v1") == 3

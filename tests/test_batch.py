@@ -79,8 +79,9 @@ def session(**settings: Any) -> BatchSession:
 
 
 def run(
-    server: ProviderServer, cache: Path, requests: list[Request], **options: Any
+    server: ProviderServer, cache: Path | str, requests: list[Request], **options: Any
 ) -> tuple[Dispatcher, list[Any]]:
+    """``cache``: a SQLite file, or a ``store_location``."""
     batch = options.pop("batch", None) or session()
     run = dispatcher(server.url, str(cache), batch=batch, **options)
     return run, run.run_each(run.plan(requests))
@@ -93,10 +94,10 @@ def online_cost(model: str) -> float:
 
 @pytest.mark.parametrize("provider_name", ["openai", "anthropic", "google"])
 def test_batched_answers_cost_half_and_a_rerun_is_cached(
-    server: ProviderServer, tmp_path: Path, provider_name: str
+    server: ProviderServer, store_location: str, provider_name: str
 ) -> None:
     requests = requests_for(6, provider_name)
-    first, outcomes = run(server, tmp_path / "c.sqlite", requests)
+    first, outcomes = run(server, store_location, requests)
     assert [o.status for o in outcomes] == [OK] * 6
     assert {o.response.text for o in outcomes} == {
         BatchProvider.answer_text(r.prompt) for r in requests
@@ -110,7 +111,7 @@ def test_batched_answers_cost_half_and_a_rerun_is_cached(
     assert report["calls"] == {provider_name: {"batched": 6, "online": 0}}
     assert report["batches"][0]["requests"] == 6 and report["waiting"] == []
     assert first.store.batches() == []  # collected: nothing left in flight
-    _again, cached = run(server, tmp_path / "c.sqlite", requests)
+    _again, cached = run(server, store_location, requests)
     assert all(o.status == OK and o.cached for o in cached)
     assert server.provider.batches_created == 1
 
@@ -130,7 +131,7 @@ def test_the_estimate_and_reservations_use_the_batch_price(
 
 
 def test_a_batch_is_never_submitted_beyond_the_cap(
-    server: ProviderServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    server: ProviderServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store_location: str
 ) -> None:
     requests = requests_for(6, "openai")
     probe = dispatcher(server.url, str(tmp_path / "probe.sqlite"), batch=session())
@@ -144,7 +145,7 @@ def test_a_batch_is_never_submitted_beyond_the_cap(
 
     monkeypatch.setattr(batch_openai.OpenAIBatch, "submit", counted)
     cap = 2.5 * worst  # room for two worst cases at a time
-    first, outcomes = run(server, tmp_path / "c.sqlite", requests, cap=cap)
+    first, outcomes = run(server, store_location, requests, cap=cap)
     assert max(sizes) <= 2
     assert sum(sizes) == 6 and [o.status for o in outcomes] == [OK] * 6
     assert first.store.committed(first.run_token) <= cap
@@ -362,7 +363,7 @@ def _wait_for(condition: Any, what: str, timeout_s: float = 60.0) -> None:
 
 @contextmanager
 def _polling_child(
-    server: ProviderServer, provider: BatchProvider, cache: Path, n: int, what: str
+    server: ProviderServer, provider: BatchProvider, cache: Path | str, n: int, what: str
 ) -> Iterator[subprocess.Popen[str]]:
     """A run of ``n`` requests in another process (tests/batch_run.py), once it has polled
     its batch twice; killed on the way out if it still runs."""
@@ -376,10 +377,15 @@ def _polling_child(
 
 
 def test_kill_9_while_polling_then_a_rerun_resumes_and_pays_nothing_again(
-    provider: BatchProvider, server: ProviderServer, tmp_path: Path
+    provider: BatchProvider,
+    server: ProviderServer,
+    store_location: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # A short lease: on PostgreSQL the killed run's claims are taken over once it lapses.
+    monkeypatch.setenv("EVALMINE_LEASE_S", "1")
     provider.polls_to_end = -1
-    cache = tmp_path / "c.sqlite"
+    cache = store_location
     with _polling_child(server, provider, cache, 5, "the run to poll its batch") as child:
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=30)
@@ -395,10 +401,10 @@ def test_kill_9_while_polling_then_a_rerun_resumes_and_pays_nothing_again(
 
 
 def test_another_process_on_the_cache_waits_for_the_batch(
-    provider: BatchProvider, server: ProviderServer, tmp_path: Path
+    provider: BatchProvider, server: ProviderServer, store_location: str
 ) -> None:
     provider.polls_to_end = -1
-    cache = tmp_path / "c.sqlite"
+    cache = store_location
     with _polling_child(server, provider, cache, 4, "the other process to poll its batch") as child:
         import threading
 

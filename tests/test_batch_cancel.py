@@ -22,7 +22,7 @@ from pytest_evalmine.run.endpoints import parse_option
 from pytest_evalmine.run.store import Store
 from tests.batch_run import KEY_ENV, MODELS, dispatcher, requests_for
 from tests.batch_servers import BatchProvider, ProviderServer
-from tests.conftest import clear_proxies
+from tests.conftest import clear_proxies, open_test_store
 from tests.dispatchers import loopback_registry
 from tests.test_batch import ONLINE, PRICES, run, session
 
@@ -69,7 +69,7 @@ def test_a_finished_openai_batch_leaves_no_files_and_a_failed_delete_is_a_warnin
 
 
 def _left_in_batch(
-    provider: BatchProvider, server: ProviderServer, cache: Path, provider_name: str
+    provider: BatchProvider, server: ProviderServer, cache: Path | str, provider_name: str
 ) -> tuple[Dispatcher, list[Any]]:
     """A run of 4 calls that stops waiting while its batch is in flight."""
     provider.polls_to_end = -1
@@ -80,10 +80,10 @@ def _left_in_batch(
 
 @pytest.mark.parametrize("provider_name", ["openai", "anthropic", "google"])
 def test_cancel_a_batch_that_ran_nothing_releases_its_reservations(
-    provider: BatchProvider, server: ProviderServer, tmp_path: Path, provider_name: str
+    provider: BatchProvider, server: ProviderServer, store_location: str, provider_name: str
 ) -> None:
     provider.canceled_runs_half = False
-    first, _ = _left_in_batch(provider, server, tmp_path / "c.sqlite", provider_name)
+    first, _ = _left_in_batch(provider, server, store_location, provider_name)
     worst = 4 * first.plan(requests_for(4, provider_name))[0].max_cost_usd
     assert first.store.committed(first.run_token) == pytest.approx(worst, rel=1e-9)
     (listed,) = first.store.batches()
@@ -100,6 +100,7 @@ def test_cancel_a_batch_that_ran_nothing_releases_its_reservations(
 def test_cancel_a_batch_that_ran_half_then_a_rerun_keeps_what_ran_and_releases_the_rest(
     provider: BatchProvider, server: ProviderServer, tmp_path: Path
 ) -> None:
+    # SQLite alone below: it reads the ledger's rows by state (no store method lists them).
     first, _ = _left_in_batch(provider, server, tmp_path / "c.sqlite", "anthropic")
     (listed,) = first.store.batches()
     done = cancel_batch(first.store, listed["batch_id"], loopback_registry(server.url, KEY_ENV))
@@ -191,12 +192,12 @@ def test_a_batched_anthropic_prefix_asks_for_the_1_hour_cache_and_is_priced_for_
 
 
 def test_cancel_while_a_run_waits_for_the_batch_leaves_the_releasing_to_that_run(
-    provider: BatchProvider, server: ProviderServer, tmp_path: Path
+    provider: BatchProvider, server: ProviderServer, store_location: str
 ) -> None:
     import threading
 
     provider.polls_to_end, provider.canceled_runs_half = -1, False
-    waiting = dispatcher(server.url, str(tmp_path / "c.sqlite"), batch=session())
+    waiting = dispatcher(server.url, store_location, batch=session())
     planned = waiting.plan(requests_for(3, "openai"))
     outcomes: list[Any] = []
     thread = threading.Thread(target=lambda: outcomes.extend(waiting.run_each(planned)))
@@ -206,9 +207,12 @@ def test_cancel_while_a_run_waits_for_the_batch_leaves_the_releasing_to_that_run
         while provider.polls < 2 and deadline:
             deadline -= 1
             threading.Event().wait(0.05)
-        (listed,) = Store(tmp_path / "c.sqlite").batches()
+        # As `evalmine batches cancel` does: another process, a store of its own.
+        (listed,) = open_test_store(store_location).batches()
         done = cancel_batch(
-            Store(tmp_path / "c.sqlite"), listed["local_id"], loopback_registry(server.url, KEY_ENV)
+            open_test_store(store_location),
+            listed["local_id"],
+            loopback_registry(server.url, KEY_ENV),
         )
     finally:
         thread.join(timeout=120)

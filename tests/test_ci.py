@@ -17,7 +17,7 @@ from pytest_evalmine.options import OPTIONS
 from pytest_evalmine.run.replay import NO_CACHED_ANSWER, ReplayMisses
 from pytest_evalmine.run.store import Store
 
-from .conftest import SMALL_SUITE
+from .conftest import SMALL_SUITE, open_test_store
 from .test_judge_run import JUDGED_SUITE
 
 FLAGGED_SUITE = JUDGED_SUITE.replace("min_labels: 3", "min_labels: 30")
@@ -94,12 +94,12 @@ def test_suite_properties_only_with_junitxml(pytester: pytest.Pytester) -> None:
     assert not list(Path(pytester.path).glob("*.xml"))
 
 
-def test_the_watcher_reports_calls_settled_by_any_process(tmp_path: Path) -> None:
+def test_the_watcher_reports_calls_settled_by_any_process(store_location: str) -> None:
     from pytest_evalmine.adapters.base import Response, Usage
-    from pytest_evalmine.run.store import CLAIMED, HELD, Store
+    from pytest_evalmine.run.store import CLAIMED, HELD
     from pytest_evalmine.run.watch import CallWatcher
 
-    store = Store(tmp_path / "cache.sqlite")
+    store = open_test_store(store_location)
     written: list[str] = []
     watcher = CallWatcher(store, "run-1", write=written.append, every_s=60)
     watcher.tick()

@@ -1,4 +1,6 @@
-"""The dispatcher and its SQLite store, driven directly (no pytest plugin in the way)."""
+"""The dispatcher and its store, driven directly (no pytest plugin in the way): the tests
+of what the store guarantees run on both backends (``store_location``), those of SQLite's
+file (WAL, opening at once, its statements) on SQLite alone."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import json
 import multiprocessing
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +23,8 @@ from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.run.dispatch import BUDGET, ERROR, OK, Dispatcher
 from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.store import Store
+from tests.conftest import open_test_store
+from tests.dispatchers import store_at
 
 
 @dataclass
@@ -70,14 +75,20 @@ class Probe:
 
 
 def make_dispatcher(
-    tmp_path: Path, adapter: object, *, cap: float = 10.0, run_token: str = "run", **kwargs: object
+    where: Path | str,
+    adapter: object,
+    *,
+    cap: float = 10.0,
+    run_token: str = "run",
+    **kwargs: object,
 ) -> Dispatcher:
+    """``where``: as ``store_at`` takes it."""
     registry = AdapterRegistry()
     for provider in ("fake", "other"):
         registry.register(provider, lambda: adapter)
     return Dispatcher(
         registry=registry,
-        store=Store(tmp_path / "cache.sqlite"),
+        store=store_at(where),
         prices=load_prices(),
         run_token=run_token,
         cap_usd=cap,
@@ -109,10 +120,10 @@ def test_duplicate_requests_are_sent_once(tmp_path: Path) -> None:
     assert len(probe.calls) == 3
 
 
-def test_cap_is_never_overshot_under_concurrency(tmp_path: Path) -> None:
+def test_cap_is_never_overshot_under_concurrency(store_location: str) -> None:
     probe = Probe(latency_s=0.005)
     cap = 0.002
-    dispatcher = make_dispatcher(tmp_path, probe, cap=cap, concurrency=32)
+    dispatcher = make_dispatcher(store_location, probe, cap=cap, concurrency=32)
     outcomes = dispatcher.run(dispatcher.plan(requests(200, max_tokens=400)))
     statuses = [o.status for o in outcomes.values()]
     assert statuses.count(BUDGET) > 0 and statuses.count(OK) > 0
@@ -120,16 +131,13 @@ def test_cap_is_never_overshot_under_concurrency(tmp_path: Path) -> None:
     assert spent <= cap
     assert dispatcher.store.spent("run") == pytest.approx(spent)
     assert len(probe.calls) == statuses.count(OK)
-    with sqlite3.connect(tmp_path / "cache.sqlite") as db:
-        open_reservations = db.execute(
-            "SELECT COUNT(*) FROM ledger WHERE state = 'reserved'"
-        ).fetchone()[0]
-    assert open_reservations == 0
+    assert dispatcher.store.reserved_keys("run") == set()  # no reservation left open
+    assert dispatcher.store.committed("run") == pytest.approx(spent)
 
 
-def test_the_reservations_of_one_turn_share_a_transaction(tmp_path: Path) -> None:
+def test_the_reservations_of_one_turn_share_a_transaction(store_location: str) -> None:
     probe = Probe(latency_s=0.01)
-    dispatcher = make_dispatcher(tmp_path, probe, concurrency=8)
+    dispatcher = make_dispatcher(store_location, probe, concurrency=8)
     sizes: list[int] = []
     reserve_each = dispatcher.store.reserve_each
 
@@ -147,8 +155,10 @@ def test_the_reservations_of_one_turn_share_a_transaction(tmp_path: Path) -> Non
     assert max(sizes) <= 8 and len(sizes) < 40
 
 
-def test_reserving_in_one_transaction_grants_what_one_at_a_time_grants(tmp_path: Path) -> None:
-    store = Store(tmp_path / "cache.sqlite")
+def test_reserving_in_one_transaction_grants_what_one_at_a_time_grants(
+    store_location: str,
+) -> None:
+    store = open_test_store(store_location)
     store.reserve("earlier run", "x", 5.0, cap=5.0)  # another run's money is not ours
     wanted = [("a", 0.4), ("b", 0.5), ("c", 0.2), ("d", 0.3), ("e", 0.1)]
     together = store.reserve_each("run", wanted, cap=1.0)
@@ -160,21 +170,21 @@ def test_reserving_in_one_transaction_grants_what_one_at_a_time_grants(tmp_path:
     assert [r is not None for r in one_by_one] == [r is not None for r in together]
 
 
-def test_retryable_errors_are_retried_and_others_are_not(tmp_path: Path) -> None:
+def test_retryable_errors_are_retried_and_others_are_not(store_location: str) -> None:
     probe = Probe(
         failures=[AdapterError("rate_limit", "slow down", retryable=True, retry_after_s=0)]
     )
-    dispatcher = make_dispatcher(tmp_path, probe)
+    dispatcher = make_dispatcher(store_location, probe)
     outcome = next(iter(dispatcher.run(dispatcher.plan(requests(1))).values()))
     assert outcome.status == OK and outcome.attempts == 2
 
     probe = Probe(failures=[AdapterError("auth", "bad key", retryable=False, status=401)])
-    dispatcher = make_dispatcher(tmp_path / "b", probe)
-    outcome = next(iter(dispatcher.run(dispatcher.plan(requests(1))).values()))
+    dispatcher = make_dispatcher(store_location, probe, run_token="run-b")
+    outcome = next(iter(dispatcher.run(dispatcher.plan(requests(2)[1:])).values()))
     assert outcome.status == ERROR and outcome.attempts == 1
     assert outcome.error is not None and outcome.error.startswith("auth: bad key")
     assert not dispatcher.store.has(outcome.key)
-    assert dispatcher.store.committed("run") == 0, "a failed call's reservation is released"
+    assert dispatcher.store.committed("run-b") == 0, "a failed call's reservation is released"
 
 
 def test_an_adapter_bug_becomes_an_error_outcome(tmp_path: Path) -> None:
@@ -184,10 +194,10 @@ def test_an_adapter_bug_becomes_an_error_outcome(tmp_path: Path) -> None:
     assert outcome.error_kind == "adapter_crash" and "ZeroDivisionError" in (outcome.error or "")
 
 
-def test_two_processes_of_one_run_never_pay_twice(tmp_path: Path) -> None:
+def test_two_processes_of_one_run_never_pay_twice(store_location: str) -> None:
     probe = Probe(latency_s=0.01)
-    first = make_dispatcher(tmp_path, probe, owner="host:1")
-    second = make_dispatcher(tmp_path, probe, owner="host:2")
+    first = make_dispatcher(store_location, probe, owner="host:1")
+    second = make_dispatcher(store_location, probe, owner="host:2")
     batch = requests(40)
     results: dict[str, dict] = {}
 
@@ -210,6 +220,39 @@ def test_two_processes_of_one_run_never_pay_twice(tmp_path: Path) -> None:
     assert total == pytest.approx(sum(o.cost_usd for o in results["b"].values()))
 
 
+def test_a_run_waited_for_is_named_with_what_it_committed_whatever_its_budget(
+    store_location: str,
+) -> None:
+    """``Dispatcher.other_runs``: the run whose calls ours waited for, and what that run
+    committed. Its rows count under its budget (here a shared one, not its token), so the
+    amount is read by run (``committed_by_run``), not by budget (``committed``: 0 here)."""
+    probe = Probe(latency_s=0.3)
+    first = make_dispatcher(store_location, probe, run_token="first", budget_token="nightly")
+    second = make_dispatcher(store_location, probe, run_token="second", owner="host:2")
+    batch = requests(5)
+    results: dict[str, dict] = {}
+    paying = threading.Thread(target=lambda: results.update(first=first.run(first.plan(batch))))
+    paying.start()
+    try:
+        # Its wave is claimed in one transaction before the first call goes out.
+        deadline = time.monotonic() + 60
+        while not probe.calls and time.monotonic() < deadline:
+            time.sleep(0.005)
+        results["second"] = second.run(second.plan(batch))
+    finally:
+        paying.join()
+    assert len(probe.calls) == 5  # the second run waited and paid nothing
+    assert {o.status for o in results["second"].values()} == {OK}
+    assert all(o.cost_usd == 0 for o in results["second"].values())
+    paid = sum(o.cost_usd for o in results["first"].values())
+    assert paid > 0
+    assert second.other_runs == {"first": pytest.approx(paid)}
+    assert first.store.committed("nightly") == pytest.approx(paid)
+    assert first.store.committed("first") == 0.0  # by budget: the token names none
+    assert first.store.committed_by_run("first") == pytest.approx(paid)
+    assert first.store.committed_by_run("second") == 0.0
+
+
 def _open_and_count(path: str, barrier: threading.Barrier) -> str | None:
     barrier.wait()
     try:
@@ -220,6 +263,8 @@ def _open_and_count(path: str, barrier: threading.Barrier) -> str | None:
 
 
 def test_processes_opening_a_fresh_cache_at_once_all_get_it(tmp_path: Path) -> None:
+    # SQLite alone: its file's switch to WAL (a PostgreSQL store is created in one
+    # transaction, and two processes creating it are in test_postgresql_store.py).
     # Switching a fresh file to WAL while others do the same returns "database is locked" at
     # once, past SQLite's busy handler (xdist workers starting together hit it in CI).
     context = multiprocessing.get_context("spawn")
@@ -293,6 +338,7 @@ def _write_many(path: str, worker: int) -> None:
 
 
 def test_store_is_wal_and_safe_with_two_writing_processes(tmp_path: Path) -> None:
+    # SQLite alone: its journal mode.
     path = str(tmp_path / "cache.sqlite")
     Store(path).connection.close()
     context = multiprocessing.get_context("spawn")
@@ -332,9 +378,9 @@ def test_requests_per_minute_spaces_call_starts(tmp_path: Path) -> None:
     assert len(gaps) == 4 and min(gaps) >= 0.05 - 1e-3
 
 
-def test_a_request_repeated_in_a_batch_is_billed_once(tmp_path: Path) -> None:
+def test_a_request_repeated_in_a_batch_is_billed_once(store_location: str) -> None:
     probe = Probe()
-    dispatcher = make_dispatcher(tmp_path, probe)
+    dispatcher = make_dispatcher(store_location, probe)
     first, second = dispatcher.run_each(dispatcher.plan(requests(1) + requests(1)))
     assert len(probe.calls) == 1
     assert first.cost_usd > 0 and not first.cached
@@ -346,7 +392,9 @@ def test_a_request_repeated_in_a_batch_is_billed_once(tmp_path: Path) -> None:
 def test_a_warm_batch_reads_its_cached_answers_in_a_query_per_500(tmp_path: Path) -> None:
     """A warm rerun's batch reads what it needs in bulk (issue 21 section 3): one query of
     the answers per 500 keys, and no claim, instead of a read per request; its outcomes are
-    those the one-by-one reads gave."""
+    those the one-by-one reads gave.
+    SQLite alone: it counts the statements SQLite traces (the PostgreSQL store reads a wave's
+    keys in one ``= ANY`` query, with no bound on parameters to split at)."""
     probe = Probe(latency_s=0.0)
     cold = make_dispatcher(tmp_path, probe)
     planned = cold.plan(requests(1200))
@@ -368,12 +416,12 @@ def test_a_warm_batch_reads_its_cached_answers_in_a_query_per_500(tmp_path: Path
     assert outcomes == one_by_one
 
 
-def test_the_estimate_in_parts_equals_the_estimate_at_once(tmp_path: Path) -> None:
+def test_the_estimate_in_parts_equals_the_estimate_at_once(store_location: str) -> None:
     """``estimate_requests`` plans and looks up a few requests at a time (a warm rerun's
     judge calls are never all in memory) and gives what ``estimate(plan(...))`` gives:
     repeats across parts counted once, cached ones free, the sums in the same order."""
     probe = Probe(latency_s=0.0)
-    dispatcher = make_dispatcher(tmp_path, probe)
+    dispatcher = make_dispatcher(store_location, probe)
     dispatcher.run(dispatcher.plan(requests(7)))  # seven of them cached
     wanted = requests(20) + requests(5) + requests(30, max_tokens=77)
     at_once = dispatcher.estimate(dispatcher.plan(wanted))

@@ -13,9 +13,9 @@ from pytest_evalmine.adapters.fake import FakeAdapter, FakeOptions, Fault, parse
 from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.run.dispatch import ERROR, OK, Dispatcher
 from pytest_evalmine.run.prices import load_prices
-from pytest_evalmine.run.store import Store, process_owner
+from pytest_evalmine.run.store import process_owner
 
-from .conftest import latest_answers, latest_report
+from .conftest import latest_answers, latest_report, open_test_store
 from .test_judge_run import JUDGED_SUITE
 
 FAKE = "--evalmine-fake"
@@ -94,10 +94,10 @@ def test_through_a_judged_run_an_answers_fault_never_reaches_the_judge(
 
 
 def test_another_process_waiting_on_an_injected_answer_is_told_it_is_not_shared(
-    tmp_path: Path,
+    store_location: str,
 ) -> None:
     """An uncached answer cannot travel to another xdist worker; the waiting one says so."""
-    store = Store(tmp_path / "cache.sqlite")
+    store = open_test_store(store_location)
     registry = AdapterRegistry()
     registry.register("fake", lambda: FakeAdapter(FakeOptions(faults=[Fault("empty_answer")])))
 

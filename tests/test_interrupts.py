@@ -30,9 +30,14 @@ from pytest_evalmine.adapters.base import Request, Response, Usage
 from pytest_evalmine.run.dispatch import INTERRUPTED, OK
 from pytest_evalmine.run.records import NOT_RUN_INTERRUPTED
 from pytest_evalmine.run.stopping import wait_for_calls
-from pytest_evalmine.run.store import Store
 
-from .conftest import COUNTING_CONFTEST, call_count, latest_answers, latest_report
+from .conftest import (
+    COUNTING_CONFTEST,
+    call_count,
+    latest_answers,
+    latest_report,
+    open_test_store,
+)
 from .test_dispatch import Probe, make_dispatcher, requests
 
 CASES = 30  # x 2 models: 60 requests, far more than are sent before the signal
@@ -138,8 +143,8 @@ class Stopping:
     name = "fake"
     version = "1"
 
-    def __init__(self, store_path: Path, run_token: str) -> None:
-        self.store_path, self.run_token = store_path, run_token
+    def __init__(self, store_location: str, run_token: str) -> None:
+        self.store_location, self.run_token = store_location, run_token
         self.calls: list[str] = []
 
     def schema_mode(self, request: Request) -> None:
@@ -151,7 +156,7 @@ class Stopping:
     async def complete(self, request: Request) -> Response:
         self.calls.append(request.prompt)
         if len(self.calls) == 2:
-            Store(self.store_path).request_stop(self.run_token)
+            open_test_store(self.store_location).request_stop(self.run_token)
             await asyncio.sleep(0.3)
         return Response(text="ok", usage=Usage(input_tokens=5, output_tokens=5), latency_s=0.0)
 
@@ -159,9 +164,9 @@ class Stopping:
         return None
 
 
-def test_a_dispatch_stops_when_another_process_of_its_run_asks(tmp_path: Path) -> None:
-    adapter = Stopping(tmp_path / "cache.sqlite", "run")
-    dispatcher = make_dispatcher(tmp_path, adapter, concurrency=1)
+def test_a_dispatch_stops_when_another_process_of_its_run_asks(store_location: str) -> None:
+    adapter = Stopping(store_location, "run")
+    dispatcher = make_dispatcher(store_location, adapter, concurrency=1)
     outcomes = dispatcher.run_each(dispatcher.plan(requests(10)))
     statuses = [outcome.status for outcome in outcomes]
     # The call in flight when the stop came landed (the grace of a Ctrl-C); nothing after.
@@ -169,14 +174,14 @@ def test_a_dispatch_stops_when_another_process_of_its_run_asks(tmp_path: Path) -
     assert len(adapter.calls) == 2
     assert dispatcher.interrupted
     # Another run on the same cache is not stopped by it.
-    other = make_dispatcher(tmp_path, adapter, concurrency=1, run_token="other")
+    other = make_dispatcher(store_location, adapter, concurrency=1, run_token="other")
     assert {o.status for o in other.run_each(other.plan(requests(10)))} == {OK}
 
 
-def test_what_the_controller_reads_of_each_request(tmp_path: Path) -> None:
+def test_what_the_controller_reads_of_each_request(store_location: str) -> None:
     """``Dispatcher.settled``: paid by a worker of this run (its cost), a worker's failure,
     a call still in flight (possibly billed), cached by an earlier run, never sent."""
-    dispatcher = make_dispatcher(tmp_path, Probe(), run_token="run")
+    dispatcher = make_dispatcher(store_location, Probe(), run_token="run")
     paid, failed, flying, earlier, unsent = dispatcher.plan(requests(5))
     store = dispatcher.store
     worker = "host:1:1"
@@ -220,8 +225,8 @@ class Clock:
         self.on_sleep(self.sleeps)
 
 
-def test_the_controller_waits_for_the_calls_in_flight_and_no_longer(tmp_path: Path) -> None:
-    store = Store(tmp_path / "cache.sqlite")
+def test_the_controller_waits_for_the_calls_in_flight_and_no_longer(store_location: str) -> None:
+    store = open_test_store(store_location)
     reservation = store.reserve("run", "k", 1.0, cap=10.0)
     assert reservation is not None
 
@@ -244,10 +249,10 @@ def test_the_controller_waits_for_the_calls_in_flight_and_no_longer(tmp_path: Pa
     assert clock.now == pytest.approx(1.0)
 
 
-def test_a_stop_is_kept_per_run(tmp_path: Path) -> None:
-    store = Store(tmp_path / "cache.sqlite")
+def test_a_stop_is_kept_per_run(store_location: str) -> None:
+    store = open_test_store(store_location)
     assert not store.stop_requested("run")
     store.request_stop("run")
     store.request_stop("run")  # a second Ctrl-C changes nothing
     assert store.stop_requested("run") and not store.stop_requested("other")
-    assert Store(tmp_path / "cache.sqlite").stop_requested("run")  # every process sees it
+    assert open_test_store(store_location).stop_requested("run")  # every process sees it

@@ -32,8 +32,10 @@ from pytest_evalmine.run.store import Store
 from .conftest import (
     COUNTING_CONFTEST,
     SMALL_SUITE,
+    RunStore,
     cached_keys,
     call_count,
+    is_sqlite,
     latest_answers,
     latest_report,
     newest_run_dir,
@@ -144,7 +146,7 @@ class HeldServer:
             return sum(self.bodies.values())
 
 
-def _run(pytester: pytest.Pytester, url: str, mark: str) -> subprocess.Popen[str]:
+def _run(pytester: pytest.Pytester, url: str, mark: str, store: RunStore) -> subprocess.Popen[str]:
     env = {**os.environ, "DISPATCH_MARK": str(pytester.path / mark)}
     return subprocess.Popen(
         [
@@ -157,6 +159,7 @@ def _run(pytester: pytest.Pytester, url: str, mark: str) -> subprocess.Popen[str
             "no:benchmark",
             # All six in flight at once (the test holds them): a fixed width, not adapted.
             f"--evalmine-endpoint=local={url}/v1,input=1,output=2,concurrency=fixed:8",
+            *store.options,
         ],
         cwd=pytester.path,
         env=env,
@@ -173,17 +176,19 @@ def _wait_until(condition: Callable[[], bool], seconds: float = 60) -> bool:
     return condition()
 
 
-def test_two_runs_on_one_cache_pay_each_call_once(pytester: pytest.Pytester) -> None:
+def test_two_runs_on_one_cache_pay_each_call_once(
+    pytester: pytest.Pytester, run_store: RunStore
+) -> None:
     pytester.makefile(".eval.yaml", small=ENDPOINT_SUITE)
     pytester.makeconftest(MARK_CONFTEST)
     with running_server() as server:
         held = HeldServer(server)
-        first = _run(pytester, server.url, "first.mark")
+        first = _run(pytester, server.url, "first.mark", run_store)
         second = None
         try:
             # The first run has sent all six calls and they are in flight ...
             assert _wait_until(lambda: held.posts() == 6)
-            second = _run(pytester, server.url, "second.mark")
+            second = _run(pytester, server.url, "second.mark", run_store)
             # ... when the second run reaches its own calls. Had it sent any, they would
             # arrive here; give it the time it would need.
             assert _wait_until(lambda: (pytester.path / "second.mark").exists())
@@ -231,6 +236,8 @@ def test_runs_started_in_the_same_millisecond_get_distinct_tokens(
 
 
 def test_a_dead_owners_claim_is_taken_over_and_a_live_ones_is_not(tmp_path: Path) -> None:
+    # SQLite alone: an owner is alive while its process is (pid and start time on this
+    # machine). PostgreSQL owners hold leases: test_postgresql_store.py takes them over.
     from pytest_evalmine.run.store import CLAIMED, HELD, owner_alive, process_owner
 
     store = Store(tmp_path / "cache.sqlite")
@@ -254,8 +261,8 @@ def test_a_dead_owners_claim_is_taken_over_and_a_live_ones_is_not(tmp_path: Path
 # --- item 3: a call sent and lost counts at its worst case ------------------------------------
 
 
-def _endpoint_dispatcher(tmp_path: Path, url: str, **kwargs: Any) -> Dispatcher:
-    return endpoint_dispatcher(tmp_path, f"local={url}/v1,input=1,output=2", **kwargs)
+def _endpoint_dispatcher(where: Path | str, url: str, **kwargs: Any) -> Dispatcher:
+    return endpoint_dispatcher(where, f"local={url}/v1,input=1,output=2", **kwargs)
 
 
 def _serve(server: LoopbackServer, reply: Reply) -> None:
@@ -277,11 +284,11 @@ def _chat_body() -> bytes:
     ids=["truncated-200", "reset", "timeout", "http-500"],
 )
 def test_a_call_that_failed_after_it_was_sent_counts_at_its_worst_case(
-    tmp_path: Path, reply: Reply, billed: bool
+    store_location: str, reply: Reply, billed: bool
 ) -> None:
     with running_server() as server:
         _serve(server, reply)
-        dispatcher = _endpoint_dispatcher(tmp_path, server.url)
+        dispatcher = _endpoint_dispatcher(store_location, server.url)
         [plan] = dispatcher.plan([Request("local/a", "hello", max_tokens=100, timeout_s=0.5)])
         [outcome] = dispatcher.run_each([plan])
     assert outcome.status == ERROR
@@ -292,9 +299,9 @@ def test_a_call_that_failed_after_it_was_sent_counts_at_its_worst_case(
     assert dispatcher.store.spent("run") == 0
 
 
-def test_a_refused_connection_was_never_sent_and_is_not_billed(tmp_path: Path) -> None:
+def test_a_refused_connection_was_never_sent_and_is_not_billed(store_location: str) -> None:
     with refused_url() as url:
-        dispatcher = _endpoint_dispatcher(tmp_path, url)
+        dispatcher = _endpoint_dispatcher(store_location, url)
         planned = dispatcher.plan([Request("local/a", "hello", max_tokens=100)])
         [outcome] = dispatcher.run_each(planned)
     assert outcome.status == ERROR and outcome.error_kind == "connection"
@@ -302,13 +309,17 @@ def test_a_refused_connection_was_never_sent_and_is_not_billed(tmp_path: Path) -
     assert dispatcher.store.committed("run") == 0
 
 
-def test_each_lost_try_counts_and_a_retry_needs_room_under_the_cap(tmp_path: Path) -> None:
+def test_each_lost_try_counts_and_a_retry_needs_room_under_the_cap(
+    tmp_path: Path, store_location: str
+) -> None:
     with running_server() as server:
         _serve(server, Reply(drop=True))
         probe = _endpoint_dispatcher(tmp_path / "probe", server.url)
         worst = probe.plan([Request("local/a", "hello", max_tokens=100)])[0].max_cost_usd
         # Room for two tries but not three: the third is never sent.
-        dispatcher = _endpoint_dispatcher(tmp_path, server.url, retries=5, cap_usd=2.5 * worst)
+        dispatcher = _endpoint_dispatcher(
+            store_location, server.url, retries=5, cap_usd=2.5 * worst
+        )
         planned = dispatcher.plan([Request("local/a", "hello", max_tokens=100)])
         [outcome] = dispatcher.run_each(planned)
         posts = [r for r in server.requests if r.method == "POST"]
@@ -719,7 +730,9 @@ def test_a_run_that_was_not_judged_does_not_claim_the_judge_changed() -> None:
 # --- issue 10, items 1 and 3: a running total, and writes batched per wave ----------------------
 
 
-def test_the_running_total_is_the_ledgers_sum_and_reserve_never_sums(tmp_path: Path) -> None:
+def test_the_running_total_is_the_ledgers_sum_and_reserve_never_sums(
+    store_location: str,
+) -> None:
     from pytest_evalmine.adapters.base import AdapterError
 
     failures = [
@@ -727,11 +740,14 @@ def test_the_running_total_is_the_ledgers_sum_and_reserve_never_sums(tmp_path: P
         AdapterError("bad_request", "no", retryable=False, status=400),  # released
     ]
     probe = Probe(latency_s=0.0, failures=failures)
-    dispatcher = make_dispatcher(tmp_path, probe, cap=0.01, concurrency=4)
+    dispatcher = make_dispatcher(store_location, probe, cap=0.01, concurrency=4)
     dispatcher.run(dispatcher.plan(requests_for(60)))
     store = dispatcher.store
     assert store.committed("run") == pytest.approx(store.ledger_total("run"), abs=1e-12)
+    assert store.committed("run") <= 0.01 + 1e-12
     assert store.possibly_billed("run") > 0 and store.spent("run") > 0
+    if not is_sqlite(store_location):
+        return  # the statements below are SQLite's trace (PostgreSQL: postgresql/ledger.py)
     statements: list[str] = []
     store.connection.set_trace_callback(statements.append)
     store.reserve("run", "one more", 0.0, cap=1.0)
@@ -743,6 +759,7 @@ def requests_for(count: int) -> list[Request]:
 
 
 def test_a_wave_of_answers_costs_about_one_write_transaction_per_call(tmp_path: Path) -> None:
+    # SQLite alone: it counts the transactions SQLite traces.
     dispatcher = make_dispatcher(tmp_path, Probe(latency_s=0.0), concurrency=32)
     planned = dispatcher.plan(requests_for(200))
     statements: list[str] = []
@@ -765,9 +782,11 @@ def cached_keys_of(root: Path) -> set[str]:
 
 
 def test_killing_one_xdist_worker_mid_flight_loses_no_answer_and_pays_at_most_once_more(
-    pytester: pytest.Pytester, small_suite: Path, counting: Path
+    pytester: pytest.Pytester, small_suite: Path, counting: Path, run_store: RunStore
 ) -> None:
-    env = {**os.environ, "TEST_FAKE_LATENCY": "0.5"}
+    # A short lease: on PostgreSQL the survivor takes the dead worker's claims over once its
+    # lease lapses (SQLite: at once, its pid is gone).
+    env = {**os.environ, "TEST_FAKE_LATENCY": "0.5", "EVALMINE_LEASE_S": "2"}
     command = [
         sys.executable,
         "-m",
@@ -780,6 +799,7 @@ def test_killing_one_xdist_worker_mid_flight_loses_no_answer_and_pays_at_most_on
         "no:cacheprovider",
         "-p",
         "no:benchmark",
+        *run_store.options,
     ]
     process = subprocess.Popen(
         command, cwd=pytester.path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
@@ -795,11 +815,11 @@ def test_killing_one_xdist_worker_mid_flight_loses_no_answer_and_pays_at_most_on
             process.kill()
             process.wait()
     # Every answer is in the cache: the survivor took over the dead worker's claims.
-    assert len(cached_keys(pytester.path)) == 6
+    assert len(run_store.answer_keys(pytester.path)) == 6
     # At most the calls the killed worker had in flight were paid a second time.
     assert call_count(counting) <= 6 + 1
     before = call_count(counting)
-    rerun = pytester.runpytest("--evalmine-fake", "-p", "no:cacheprovider")
+    rerun = pytester.runpytest("--evalmine-fake", "-p", "no:cacheprovider", *run_store.options)
     rerun.assert_outcomes(passed=6)
     assert call_count(counting) == before
 

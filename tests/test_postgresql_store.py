@@ -268,3 +268,26 @@ def test_a_bad_or_unreachable_store_is_one_line_and_exit_4(
     text = "\n".join(unreachable.outlines + unreachable.errlines)
     assert unreachable.ret == 4, text
     assert "cannot be used" in text and "Traceback" not in text and PASSWORD not in text
+
+
+def test_a_user_who_may_not_create_the_schema_is_told_and_one_created_for_it_is_used(
+    postgres_server: PostgresServer,
+) -> None:
+    name = f"locked{os.getpid()}"
+    with postgres_server.admin() as admin:
+        admin.execute(f"CREATE DATABASE {name}")  # owned by postgres: no CREATE for evalmine
+    url = postgres_server.url(name, password=True)
+    with pytest.raises(EvalmineError) as refused:
+        open_store(url, Path("unused"))
+    assert "may not create the schema evalmine" in str(refused.value)
+    assert "CREATE SCHEMA evalmine AUTHORIZATION" in str(refused.value)
+    assert PASSWORD not in str(refused.value)
+    import psycopg
+
+    with psycopg.connect(postgres_server.url(name), autocommit=True) as db:
+        db.execute("CREATE SCHEMA evalmine AUTHORIZATION evalmine")
+    store = open_store(url, Path("unused"))
+    try:
+        assert store.claim("run", "k", "me:1:1") == CLAIMED
+    finally:
+        store.close()

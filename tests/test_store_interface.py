@@ -1,7 +1,8 @@
 """The store's seam (spec: "Cache database"): ``StoreBackend`` names what the package asks of
 a store, the SQLite ``Store`` implements it with the same signatures, and no module outside
 ``run/store/`` asks a store for anything else (a connection, a private helper), so a second
-backend implementing the interface is enough for the rest of the package."""
+backend implementing the interface is enough for the rest of the package. Both stores, the
+SQLite file and PostgreSQL, implement it with the same signatures."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import inspect
 from pathlib import Path
 
 from pytest_evalmine.run.store import Store, StoreBackend
+from pytest_evalmine.run.store.urls import masked
+from tests.conftest import is_sqlite, open_test_store
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_evalmine"
 STORE_PACKAGE = PACKAGE / "run" / "store"
@@ -41,17 +44,23 @@ def asked_of_a_store(source: str) -> set[str]:
     return asked
 
 
-def test_the_sqlite_store_implements_the_interface(tmp_path: Path) -> None:
-    store = Store(tmp_path / "cache.sqlite")
+def test_each_store_implements_the_interface(store_location: str) -> None:
+    store = open_test_store(store_location)
     assert isinstance(store, StoreBackend)
     differing = [
         name
         for name in sorted(interface_members() - set(StoreBackend.__annotations__))
-        if inspect.signature(getattr(Store, name)) != inspect.signature(getattr(StoreBackend, name))
+        if inspect.signature(getattr(type(store), name))
+        != inspect.signature(getattr(StoreBackend, name))
     ]
     assert differing == []
-    assert store.location == str(tmp_path / "cache.sqlite")
-    assert store.thread_safe is False
+    if is_sqlite(store_location):
+        assert isinstance(store, Store)
+        assert store.location == store_location
+        assert store.thread_safe is False
+    else:
+        assert store.location == masked(store_location)
+        assert store.thread_safe is True  # a pool: the progress watcher's thread shares it
 
 
 def test_the_package_asks_a_store_only_what_the_interface_names() -> None:

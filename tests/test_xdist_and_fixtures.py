@@ -6,7 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import COUNTING_CONFTEST, SMALL_SUITE, call_count, latest_answers, latest_report
+from .conftest import (
+    COUNTING_CONFTEST,
+    SMALL_SUITE,
+    RunStore,
+    call_count,
+    latest_answers,
+    latest_report,
+)
 
 # Fields that legitimately differ between two runs of the same requests.
 # width: the provider's width when the answer was sent, which depends on how the calls were
@@ -29,17 +36,27 @@ def _stable(answers: list[dict]) -> list[dict]:
 
 
 def test_xdist_makes_the_same_calls_and_writes_the_same_answers(
-    pytester: pytest.Pytester, small_suite: Path, counting: Path, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester,
+    small_suite: Path,
+    counting: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_store: RunStore,
+    request: pytest.FixtureRequest,
 ) -> None:
-    serial = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    serial = pytester.runpytest_subprocess("-p", "no:cacheprovider", *run_store.options)
     serial.assert_outcomes(passed=6)
     serial_calls = call_count(counting)
     serial_answers = latest_answers(pytester.path)
     serial_report = latest_report(pytester.path)
 
     counting.unlink()
-    # A fresh cache and no evalmine option at all: the workers must still share one run.
-    monkeypatch.setenv("EVALMINE_HOME", str(pytester.path / "second-home"))
+    # A fresh cache and no evalmine option at all: the workers must still share one run
+    # (and, on PostgreSQL, each worker find the store the environment names).
+    if run_store.url is None:
+        monkeypatch.setenv("EVALMINE_HOME", str(pytester.path / "second-home"))
+    else:
+        server = request.getfixturevalue("postgres_server")
+        monkeypatch.setenv("EVALMINE_STORE", server.url(server.fresh_database()))
     parallel = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider")
     parallel.assert_outcomes(passed=6)
     assert call_count(counting) == serial_calls == 6

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from ..errors import StoreUnavailable
 from .preload import join_preload
 from .progress import progress_printer, say
 from .stash import eval_session
@@ -94,10 +95,21 @@ def answer_for(item: Any, start_dispatch: Callable[[], object] | None) -> Any:
     session = eval_session(config)
     key = spec_id(item.spec)
     outcome = session.outcomes.get(key)
-    if outcome is None and session.streaming is None and start_dispatch is not None:
-        start_dispatch()
-    if outcome is None:
-        outcome = session.outcome_for(item.spec)
+    waited = outcome is None
+    try:
+        if outcome is None and session.streaming is None and start_dispatch is not None:
+            start_dispatch()
+        if outcome is None:
+            outcome = session.outcome_for(item.spec)
+    except StoreUnavailable as exc:
+        # The server went away mid-run: every later item would fail the same way. The
+        # answers committed before it stay; a rerun once it is back pays only for the rest.
+        stop(
+            f"{exc}; the run stopped (the answers stored before stay: rerun once the store "
+            "is back)",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
+    if waited:
         if session.streaming is not None and session.streaming.done:
             join_preload(config)  # before the items left and session finish
         if session.interrupted:

@@ -449,7 +449,7 @@ class Dispatcher:
             if catching:
                 self._sigint.restore()
         for token in overlapping:
-            self.other_runs[token] = self.store.committed(token)
+            self.other_runs[token] = self.store.committed_by_run(token)
         settled.update((outcome.key, outcome) for outcome in outcomes)
         return {key: settled[key] for key in unique}
 

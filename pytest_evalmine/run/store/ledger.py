@@ -7,6 +7,13 @@ import sqlite3
 
 from .schema import SQLiteFile
 
+# A ledger row counts its real cost once spent, nothing once released, else what it reserved.
+COUNTED = (
+    "COALESCE(SUM(CASE state WHEN 'spent' THEN spent_usd WHEN 'released' THEN 0 "
+    "ELSE reserved_usd END), 0)"
+)
+RUN_SUM = f"SELECT {COUNTED} FROM ledger WHERE run_token = ?"
+
 
 class Ledger(SQLiteFile):
     def reserve(
@@ -84,6 +91,12 @@ class Ledger(SQLiteFile):
         ).fetchone()
         return float(row[0]) if row is not None else _ledger_sum(self.connection, budget)
 
+    def committed_by_run(self, run_token: str) -> float:
+        """What one run committed (spent, possibly billed, still reserved), whichever budget
+        it reserved under (its own token, or a budget it shares with other runs)."""
+        row = self.connection.execute(RUN_SUM, (run_token,)).fetchone()
+        return float(row[0])
+
     def ledger_total(self, budget: str) -> float:
         """The same amount summed from the ledger's rows (the source of truth)."""
         return _ledger_sum(self.connection, budget)
@@ -98,11 +111,7 @@ class Ledger(SQLiteFile):
 
 
 def _ledger_sum(db: sqlite3.Connection, budget: str) -> float:
-    row = db.execute(
-        "SELECT COALESCE(SUM(CASE state WHEN 'spent' THEN spent_usd "
-        "WHEN 'released' THEN 0 ELSE reserved_usd END), 0) FROM ledger WHERE budget = ?",
-        (budget,),
-    ).fetchone()
+    row = db.execute(f"SELECT {COUNTED} FROM ledger WHERE budget = ?", (budget,)).fetchone()
     return float(row[0])
 
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from ....errors import EvalmineError
+from ....errors import StoreUnavailable
 from ....redaction import redact, remember_key
 from ..urls import masked, password_of
 from .leases import Leases
@@ -31,10 +31,6 @@ ATTEMPTS = 3
 POOL_SIZE = 8
 
 
-class StoreUnavailable(EvalmineError):
-    """The PostgreSQL server cannot be reached, or refused the connection."""
-
-
 class PostgresDatabase:
     """A pool of connections to the store's database, set up (schema created or checked)
     when the store is opened, so that a bad URL or a server down is one error at once."""
@@ -48,6 +44,10 @@ class PostgresDatabase:
         if self._secret:
             remember_key(self._secret)  # kept out of every message and report, as API keys
         self._connect_options: dict[str, Any] = {"connect_timeout": CONNECT_TIMEOUT_S}
+        # Set once an operation has spent its tries: every later one fails at once, so a
+        # run whose server went away ends within one operation's timeouts instead of
+        # waiting them out again for each of its remaining requests.
+        self._gone: StoreUnavailable | None = None
         try:
             with psycopg.connect(url, **self._connect_options) as connection:
                 set_up(connection, self.location)
@@ -80,6 +80,8 @@ class PostgresDatabase:
         server restarted) or a transaction the server rolled back (a deadlock) is tried
         again on another connection, up to ``ATTEMPTS`` times in all; ``work`` is written
         so that running it again does what running it once would."""
+        if self._gone is not None:
+            raise StoreUnavailable(str(self._gone)) from None
         error: psycopg.OperationalError | None = None
         for attempt in range(ATTEMPTS):
             if attempt:
@@ -90,7 +92,11 @@ class PostgresDatabase:
             except psycopg.OperationalError as exc:
                 error = exc
         assert error is not None
-        raise self._unavailable(error) from None
+        unavailable = self._unavailable(error)
+        if not (error.sqlstate or "").startswith("40"):
+            # The server, not a transaction it rolled back (class 40: a deadlock).
+            self._gone = unavailable
+        raise unavailable from None
 
     def _read(self, query: str, parameters: Any = None) -> list[tuple[Any, ...]]:
         return self._transaction(lambda db: db.execute(query, parameters).fetchall())

@@ -10,10 +10,12 @@ from typing import Any
 
 from .connection import PostgresDatabase
 
-LEDGER_SUM = (
-    "SELECT COALESCE(SUM(CASE state WHEN 'spent' THEN spent_usd WHEN 'released' THEN 0 "
-    "ELSE reserved_usd END), 0) FROM ledger WHERE budget = %s"
+COUNTED = (
+    "COALESCE(SUM(CASE state WHEN 'spent' THEN spent_usd WHEN 'released' THEN 0 "
+    "ELSE reserved_usd END), 0)"
 )
+LEDGER_SUM = f"SELECT {COUNTED} FROM ledger WHERE budget = %s"
+RUN_SUM = f"SELECT {COUNTED} FROM ledger WHERE run_token = %s"
 OPEN = "('reserved', 'possibly_billed')"
 
 
@@ -65,6 +67,10 @@ class Ledger(PostgresDatabase):
     def committed(self, budget: str) -> float:
         row = self._one("SELECT committed_usd FROM run_totals WHERE budget = %s", (budget,))
         return float(row[0]) if row is not None else self.ledger_total(budget)
+
+    def committed_by_run(self, run_token: str) -> float:
+        row = self._one(RUN_SUM, (run_token,))
+        return float(row[0]) if row else 0.0
 
     def ledger_total(self, budget: str) -> float:
         row = self._one(LEDGER_SUM, (budget,))

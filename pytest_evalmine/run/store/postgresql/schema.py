@@ -97,13 +97,35 @@ CREATE TABLE IF NOT EXISTS learned_widths (
 """
 
 
+def _create_namespace(connection: Any, location: str) -> None:
+    """The schema ``evalmine``, created unless it is there: PostgreSQL checks the database's
+    ``CREATE`` privilege before it looks whether the schema exists, so a user without it can
+    still use a schema an administrator created for it."""
+    import psycopg
+
+    present = connection.execute(
+        "SELECT 1 FROM pg_namespace WHERE nspname = %s", (NAMESPACE,)
+    ).fetchone()
+    if present:
+        return
+    try:
+        with connection.transaction():  # a savepoint: the refusal is ours to word
+            connection.execute(f"CREATE SCHEMA {NAMESPACE}")
+    except psycopg.errors.InsufficientPrivilege:
+        raise EvalmineError(
+            f"the store {location} cannot be used: its user may not create the schema "
+            f"{NAMESPACE} (CREATE on the database): grant it, or create the schema beforehand "
+            f"(CREATE SCHEMA {NAMESPACE} AUTHORIZATION the_user)"
+        ) from None
+
+
 def set_up(connection: Any, location: str) -> None:
     """Create the schema, or check the one there, in one transaction under the schema lock.
     A database whose version is newer than this code's is refused (``EvalmineError``): this
     code would misread what a newer one wrote."""
     with connection.transaction():
         connection.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-        connection.execute(f"CREATE SCHEMA IF NOT EXISTS {NAMESPACE}")
+        _create_namespace(connection, location)
         connection.execute(f"SET LOCAL search_path TO {NAMESPACE}")
         connection.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
         row = connection.execute("SELECT MAX(version) FROM schema_version").fetchone()
