@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
+
+from common import best_of
 
 from pytest_evalmine.judging.pairs import (
     BASELINE_FIRST,
@@ -34,15 +35,6 @@ def panel_pairs(count: int, seed: int = 1) -> list[Pair]:
             pair.jurors[juror] = JurorVerdicts(passes=passes)
         pairs.append(pair)
     return pairs
-
-
-def best_of(repeat: int, work) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def main() -> None:

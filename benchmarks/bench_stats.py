@@ -10,17 +10,10 @@ import argparse
 import random
 import time
 
+from common import best_of
+
 from pytest_evalmine.stats.paired import PairedCase, compare_paired
 from pytest_evalmine.stats.resample import Cluster, kappa_interval, mean_interval
-
-
-def best_of(repeat: int, work) -> float:  # type: ignore[no-untyped-def]
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        work()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def main() -> None:

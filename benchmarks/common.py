@@ -1,11 +1,13 @@
-"""What every benchmark shares: how the measured pytest processes start, and the ticket
-suite the scale benchmarks write."""
+"""What every benchmark shares: how the measured pytest processes start, the ticket suite the
+scale benchmarks write, and the best of repeated timings."""
 
 from __future__ import annotations
 
 import json
 import os
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,17 @@ def pytest_command(*args: str, all_plugins: bool = False) -> list[str]:
     ``child_environment(all_plugins)``."""
     plugin = [] if all_plugins else ["-p", "pytest_evalmine.plugin"]
     return [sys.executable, "-m", "pytest", *plugin, *args]
+
+
+def best_of(repeat: int, work: Callable[[], object]) -> float:
+    """The shortest of ``repeat`` timings of ``work``, in seconds (the least disturbed by the
+    machine's other load)."""
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - started)
+    return min(times)
 
 
 def child_environment(all_plugins: bool = False) -> dict[str, str]:

@@ -23,6 +23,7 @@ from pytest_evalmine.adapters.registry import AdapterRegistry
 from pytest_evalmine.run.dispatch import BUDGET, ERROR, OK, Dispatcher
 from pytest_evalmine.run.prices import load_prices
 from pytest_evalmine.run.store import Store
+from pytest_evalmine.run.store.budget import amounts_that_fit
 from tests.conftest import open_test_store
 from tests.dispatchers import store_at
 
@@ -168,6 +169,15 @@ def test_reserving_in_one_transaction_grants_what_one_at_a_time_grants(
     assert store.committed("run") == pytest.approx(1.0)
     one_by_one = [store.reserve("run 2", key, amount, cap=1.0) for key, amount in wanted]
     assert [r is not None for r in one_by_one] == [r is not None for r in together]
+
+
+def test_the_cap_check_both_ledgers_share_counts_only_what_fitted() -> None:
+    fits, added = amounts_that_fit(0.3, [0.4, 0.5, 0.2, 0.1], cap=1.0)
+    assert fits == [True, False, True, True]  # 0.5 did not fit, the smaller ones after it did
+    assert added == pytest.approx(0.7)
+    # 0.1 + 0.2 is 0.30000000000000004: a rounding error does not make it miss a cap of 0.3.
+    assert amounts_that_fit(0.0, [0.1, 0.2], cap=0.3)[0] == [True, True]
+    assert amounts_that_fit(1.0, [], cap=1.0) == ([], 0.0)
 
 
 def test_retryable_errors_are_retried_and_others_are_not(store_location: str) -> None:

@@ -4,7 +4,9 @@ one biased to slot 1, one agreeing with the labels, one noisy."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,6 +51,20 @@ def run_pairs(root: Path) -> list[dict]:
     return [json.loads(line) for line in lines]
 
 
+def longer_answer_labels(pairs: Iterable[dict[str, Any]]) -> str:
+    """A ``labels:`` section for PANEL_SUITE over the pairs.jsonl rows ``pairs``: each
+    preferring the longer answer, as fake/judge-longer does."""
+    labels = []
+    for p in pairs:
+        base, cand = len(p["baseline_text"]), len(p["candidate_text"])
+        prefer = "candidate" if cand > base else "baseline" if base > cand else "tie"
+        labels.append(
+            f"  - {{task: polite, case: {p['case']}, baseline: fake/alpha, "
+            f"candidate: fake/beta, prefer: {prefer}}}"
+        )
+    return "labels:\n" + "\n".join(labels) + "\n"
+
+
 def test_panel_of_three_fake_jurors_end_to_end(pytester: pytest.Pytester) -> None:
     suite = pytester.makefile(".eval.yaml", panel=PANEL_SUITE)
     first = pytester.runpytest("--evalmine-fake")
@@ -60,16 +76,8 @@ def test_panel_of_three_fake_jurors_end_to_end(pytester: pytest.Pytester) -> Non
     # every juror judged every pair in both orders: 3 x 16 x 2 calls
     assert report["judge_calls"]["made"] == 3 * 16 * 2
     assert all(len(p["jurors"]) == 3 for p in judged)
-    # The labels prefer the longer answer, as fake/judge-longer does.
-    labels = []
-    for p in judged:
-        base, cand = len(p["baseline_text"]), len(p["candidate_text"])
-        prefer = "candidate" if cand > base else "baseline" if base > cand else "tie"
-        labels.append(
-            f"  - {{task: polite, case: {p['case']}, baseline: fake/alpha, "
-            f"candidate: fake/beta, prefer: {prefer}}}"
-        )
-    suite.write_text(PANEL_SUITE + "labels:\n" + "\n".join(labels) + "\n")
+    labels = longer_answer_labels(judged)
+    suite.write_text(PANEL_SUITE + labels)
 
     second = pytester.runpytest("--evalmine-fake")
     assert second.ret == 0, second.stdout.str()
@@ -86,7 +94,10 @@ def test_panel_of_three_fake_jurors_end_to_end(pytester: pytest.Pytester) -> Non
     # The panel's kappa: its majority verdicts (pairs.jsonl) against the labels, by hand.
     pairs = run_pairs(pytester.path)
     by_case = {p["case"]: p for p in pairs}
-    wanted = {line.split("case: ")[1].split(",")[0]: line.rsplit(" ", 1)[1][:-1] for line in labels}
+    wanted = {
+        line.split("case: ")[1].split(",")[0]: line.rsplit(" ", 1)[1][:-1]
+        for line in labels.splitlines()[1:]
+    }
     ratings = [(wanted[case], by_case[case]["panel"]["verdict"]) for case in wanted]
     assert headline["calibration"]["kappa"] == pytest.approx(hand_kappa(ratings), abs=1e-9)
     assert headline["calibration"]["n"] == 16

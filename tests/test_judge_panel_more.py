@@ -20,7 +20,7 @@ from pytest_evalmine.judging.panel import cheapest_passing
 from pytest_evalmine.stats.estimators import cohen_kappa
 
 from .conftest import latest_report, newest_run_dir
-from .test_judge_panel import PANEL_SUITE, hand_kappa
+from .test_judge_panel import PANEL_SUITE, hand_kappa, longer_answer_labels
 
 
 def test_estimate_counts_jurors_times_pairs_times_two_orders(pytester: pytest.Pytester) -> None:
@@ -137,16 +137,8 @@ def test_plan_suggests_the_cheapest_passing_juror_on_the_labels_given(
     suite = pytester.makefile(".eval.yaml", panel=PANEL_SUITE)
     assert pytester.runpytest("--evalmine-fake").ret == 0
     lines = (newest_run_dir(pytester.path, "panel") / "pairs.jsonl").read_text().splitlines()
-    labels = []
-    for p in map(json.loads, lines):
-        base, cand = len(p["baseline_text"]), len(p["candidate_text"])
-        prefer = "candidate" if cand > base else "baseline" if base > cand else "tie"
-        labels.append(
-            f"  - {{task: polite, case: {p['case']}, baseline: fake/alpha, "
-            f"candidate: fake/beta, prefer: {prefer}}}"
-        )
     # labelled after the run: plan measures the run's jurors on them, with no new run
-    suite.write_text(PANEL_SUITE + "labels:\n" + "\n".join(labels) + "\n")
+    suite.write_text(PANEL_SUITE + longer_answer_labels(map(json.loads, lines)))
     capsys.readouterr()
     code = main(["plan", "--rootdir", str(pytester.path), "panel.eval.yaml", "--json"])
     figures = json.loads(capsys.readouterr().out)

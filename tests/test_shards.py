@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -119,6 +120,19 @@ def run_pytest(root: Path, home: Path, *args: str, env: dict[str, str] | None = 
     )
     assert done.returncode not in (3, 4), done.stdout[-3000:] + done.stderr[-3000:]
     return done.returncode
+
+
+def run_shards(
+    root: Path, home: Path, target: str, *args: str, name: str, shards: Sequence[int], of: int
+) -> list[int]:
+    """Each shard ``K/of`` of ``shards`` as its own pytest process over ``target``, a partial
+    run named ``name``: their exit codes, in order."""
+    return [
+        run_pytest(
+            root, home, target, *args, f"--evalmine-shard={k}/{of}", f"--evalmine-run-name={name}"
+        )
+        for k in shards
+    ]
 
 
 def evalmine(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -304,9 +318,9 @@ def test_a_merged_run_equals_a_single_process_run_over_the_same_answers(
     home = tmp_path / "home"
     assert run_pytest(project, home, "examples", "--evalmine-report-dir=cold") == 0
     assert run_pytest(project, home, "examples", "--evalmine-report-dir=single") == 0
-    for index in (1, 2, 3):
-        shard = [f"--evalmine-shard={index}/3", "--evalmine-run-name=nightly"]
-        assert run_pytest(project, home, "examples", "--evalmine-report-dir=sharded", *shard) == 0
+    sharded = "--evalmine-report-dir=sharded"
+    codes = run_shards(project, home, "examples", sharded, name="nightly", shards=(1, 2, 3), of=3)
+    assert codes == [0, 0, 0]
     done = evalmine(project, "merge", "nightly", "--report-dir=sharded", "--junitxml=junit.xml")
     assert done.returncode == 0, done.stderr
     for suite in ("support-desk", "shardy"):
@@ -330,9 +344,8 @@ def test_a_merged_run_equals_a_single_process_run_over_the_same_answers(
 
 def test_merge_sums_what_the_shards_spent(project: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
-    for index in (1, 2):
-        shard = [f"--evalmine-shard={index}/2", "--evalmine-run-name=paid"]
-        assert run_pytest(project, home, "examples/shardy.eval.yaml", *shard) == 0
+    suite = "examples/shardy.eval.yaml"
+    assert run_shards(project, home, suite, name="paid", shards=(1, 2), of=2) == [0, 0]
     partials = reports(project, "reports", "shardy")
     assert evalmine(project, "merge", "paid").returncode == 0
     whole = merged(project, "reports", "shardy")
@@ -348,14 +361,13 @@ def test_merge_refuses_naming_the_missing_shard_then_merges_once_it_ran(
 ) -> None:
     home = tmp_path / "home"
     suite = "examples/shardy.eval.yaml"
-    for index in (1, 3):
-        run_pytest(project, home, suite, f"--evalmine-shard={index}/3", "--evalmine-run-name=n")
+    run_shards(project, home, suite, name="n", shards=(1, 3), of=3)
     refused = evalmine(project, "merge", "n")
     assert refused.returncode == exitcodes.MERGE_REFUSED
     assert "missing shard(s) 2/3" in refused.stderr and "found 1/3, 3/3" in refused.stderr
     assert not (project / "reports" / "shardy" / "latest.json").exists()
     assert "no partial run named 'other'" in evalmine(project, "merge", "other").stderr
-    run_pytest(project, home, suite, "--evalmine-shard=2/3", "--evalmine-run-name=n")
+    run_shards(project, home, suite, name="n", shards=(2,), of=3)
     assert evalmine(project, "merge", "n").returncode == 0
 
 
@@ -364,8 +376,7 @@ def test_merge_refuses_partials_that_disagree_naming_what_differs(
 ) -> None:
     home = tmp_path / "home"
     suite = "examples/shardy.eval.yaml"
-    for index in (1, 2):
-        run_pytest(project, home, suite, f"--evalmine-shard={index}/2", "--evalmine-run-name=d")
+    run_shards(project, home, suite, name="d", shards=(1, 2), of=2)
     second = sorted((project / "reports" / "shardy").glob("*/report.json"))[1]
     original = second.read_text()
     for key, value, named in [
@@ -387,7 +398,7 @@ def test_merge_refuses_partials_that_disagree_naming_what_differs(
     second.write_text(original)
     suite_file = project / suite
     suite_file.write_text(SHARDY_SUITE.replace("One word for", "A word for"))
-    run_pytest(project, home, suite, "--evalmine-shard=2/2", "--evalmine-run-name=d")
+    run_shards(project, home, suite, name="d", shards=(2,), of=2)
     refused = evalmine(project, "merge", "d")
     assert refused.returncode == exitcodes.MERGE_REFUSED
     assert "differ in suite hash" in refused.stderr
@@ -401,9 +412,9 @@ def test_a_merged_run_with_a_failing_item_exits_as_the_single_run(
     suite = "examples/shardy.eval.yaml"
     single = run_pytest(project, home, suite, "--evalmine-report-dir=single")
     assert single == exitcodes.REGRESSION_FAILED
-    for index in (1, 2, 3):
-        shard = [f"--evalmine-shard={index}/3", "--evalmine-run-name=f"]
-        run_pytest(project, home, suite, "--evalmine-report-dir=sharded", *shard)
+    run_shards(
+        project, home, suite, "--evalmine-report-dir=sharded", name="f", shards=(1, 2, 3), of=3
+    )
     done = evalmine(project, "merge", "f", "--report-dir=sharded")
     assert done.returncode == single, done.stdout + done.stderr
     whole = merged(project, "sharded", "shardy")
@@ -417,12 +428,12 @@ def test_the_merge_run_tool_over_stdio_and_its_refusal(project: Path, tmp_path: 
 
     home = tmp_path / "home"
     suite = "examples/shardy.eval.yaml"
-    run_pytest(project, home, suite, "--evalmine-shard=1/2", "--evalmine-run-name=m")
+    run_shards(project, home, suite, name="m", shards=(1,), of=2)
     refused = call(project, "merge_run", name="m")
     assert (refused["status"], refused["code"]) == ("refused", "merge_refused")
     assert "missing shard(s) 2/2" in refused["reason"]
     assert call(project, "merge_run", name="not a name")["code"] == "bad_request"
-    run_pytest(project, home, suite, "--evalmine-shard=2/2", "--evalmine-run-name=m")
+    run_shards(project, home, suite, name="m", shards=(2,), of=2)
     tools, (result,) = over_stdio(project, [("merge_run", {"name": "m"})])
     assert "merge_run" in {tool.name for tool in tools}
     assert (result["status"], result["exit_code"]) == ("completed", 0)
@@ -512,7 +523,7 @@ def test_the_workflow_has_a_shard_matrix_a_postgres_service_and_a_merge_job() ->
     assert "--evalmine-shard=1/3" in run
     # The store comes from the environment (the option would beat it): the team's database
     # when the secret is set, else the job's own service container.
-    (step,) = [s for s in shard["steps"] if "pytest" in s.get("run", "")]
+    (step,) = [s for s in shard["steps"] if "--evalmine-shard" in s.get("run", "")]
     store = step["env"]["EVALMINE_STORE"]
     assert "secrets.EVALMINE_STORE" in store and "postgresql://evalmine@localhost:5432" in store
     assert any("upload-artifact" in step.get("uses", "") for step in shard["steps"])

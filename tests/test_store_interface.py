@@ -11,6 +11,7 @@ import inspect
 from pathlib import Path
 
 from pytest_evalmine.run.store import Store, StoreBackend
+from pytest_evalmine.run.store.records import RUNNING, held_by_another
 from pytest_evalmine.run.store.urls import masked
 from tests.conftest import is_sqlite, open_test_store
 
@@ -84,3 +85,21 @@ def test_the_scan_sees_a_module_reaching_past_the_interface() -> None:
         "    store.committed('run')\n"
     )
     assert asked_of_a_store(reaching) - interface_members() == {"connection", "_write", "_rows_of"}
+
+
+def test_the_claim_rule_both_backends_share() -> None:
+    asked: list[str] = []
+
+    def alive(holder: str) -> bool:
+        asked.append(holder)
+        return holder == "live"
+
+    def held(claim: tuple[str, str, str]) -> bool:
+        return held_by_another("run", "me", claim, alive)
+
+    assert not held(("other run", "me", RUNNING))  # our own claim
+    assert held(("other run", "live", RUNNING))
+    assert not held(("run", "dead", RUNNING))  # a dead owner's claim is taken over
+    assert held(("run", "dead", "ok"))  # another worker of this run finished it
+    assert not held(("other run", "live", "ok"))  # another run finished it: made again
+    assert asked == ["live", "dead"]  # liveness is asked only of running claims

@@ -223,6 +223,19 @@ def calibrate(
     return result
 
 
+def calibrate_on_suite(suite: Suite, pairs: Sequence[Pair], *, gate_on: str) -> Calibration:
+    """``calibrate`` against the suite's labels, at its floor (``judge.min_kappa``,
+    ``judge.min_labels``), seeded by its hash: the report's calibration of these pairs."""
+    return calibrate(
+        suite.labels,
+        pairs,
+        min_kappa=suite.judge.min_kappa,
+        min_labels=suite.judge.min_labels,
+        gate_on=gate_on,
+        seed_text=suite.hash,
+    )
+
+
 def calibrate_per_candidate(
     labels: Sequence[Label],
     pairs: Sequence[Pair],

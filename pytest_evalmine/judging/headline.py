@@ -16,7 +16,12 @@ from ..run.outcome import ERROR
 from ..run.records import AnswerRecord
 from ..suite.model import Suite
 from .audit import AUDIT_HASH, AuditEstimate, audit_estimates, audit_fraction, mark_audit_sample
-from .calibration import Calibration, calibrate, calibrate_per_candidate, kappa_by_reference
+from .calibration import (
+    Calibration,
+    calibrate_on_suite,
+    calibrate_per_candidate,
+    kappa_by_reference,
+)
 from .judge import JudgeRecord, judge_pairs, judge_panel, judge_record, task_prompt
 from .pairs import Pair, apply_check_overrides, plan_pairs
 from .panel import PanelReport, all_jurors, panel_report
@@ -206,14 +211,7 @@ def headline_from_pairs(
     pairs = [p for p in pairs if p.baseline == models[0]]
     fraction = audit_fraction(suite)
     mark_audit_sample(pairs, fraction)
-    calibration = calibrate(
-        suite.labels,
-        pairs,
-        min_kappa=suite.judge.min_kappa,
-        min_labels=suite.judge.min_labels,
-        gate_on=gate_on,
-        seed_text=suite.hash,
-    )
+    calibration = calibrate_on_suite(suite, pairs, gate_on=gate_on)
     candidates = list(models[1:])
     calibrations = calibrate_per_candidate(
         suite.labels, pairs, candidates, calibration, seed_text=suite.hash

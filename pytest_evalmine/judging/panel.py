@@ -14,7 +14,7 @@ from ..stats.estimators import cohen_kappa, seed_from
 from ..stats.proportions import Proportion
 from ..stats.resample import kappa_interval
 from ..suite.model import Label, Suite
-from .calibration import Calibration, calibrate
+from .calibration import Calibration, calibrate, calibrate_on_suite
 from .pairs import Pair, majority
 from .winrate import PositionBias, position_bias
 
@@ -261,12 +261,5 @@ def panel_from_run(
     if not jurors:
         return None
     baseline_pairs = [pair for pair in pairs if pair.baseline == models[0]]
-    floor = calibrate(
-        suite.labels,
-        baseline_pairs,
-        min_kappa=suite.judge.min_kappa,
-        min_labels=suite.judge.min_labels,
-        gate_on=gate_on,
-        seed_text=suite.hash,
-    )
+    floor = calibrate_on_suite(suite, baseline_pairs, gate_on=gate_on)
     return panel_report(suite, baseline_pairs, jurors, floor, gate_on=gate_on)

@@ -10,7 +10,7 @@ of section 26) and, where a detection is planned, ``power`` (the chance of detec
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from statistics import NormalDist
 
 from .paired import t_quantile
@@ -130,19 +130,16 @@ def paired_continuous_mde(
     """The smallest checker-score delta the report's test (``detects_paired_score``)
     detects with chance ``power`` over ``cases`` cases, by bisection on delta; None when
     even a delta of 1 is not (too few cases)."""
-    if cases < 2 or not detects_paired_score(cases, 1.0, sd, alpha, power):
+
+    def detects(delta: float) -> bool:
+        return detects_paired_score(cases, delta, sd, alpha, power)
+
+    if cases < 2 or not detects(1.0):
         return None
     low, high = 0.0, 1.0
     for _ in range(60):
         middle = (low + high) / 2
-        low, high = (
-            (low, middle)
-            if detects_paired_score(cases, middle, sd, alpha, power)
-            else (
-                middle,
-                high,
-            )
-        )
+        low, high = (low, middle) if detects(middle) else (middle, high)
     return high
 
 
@@ -155,22 +152,9 @@ def paired_continuous_cases(
     if delta == 0 or abs(delta) > 1:
         return None
     start = max(2, paired_continuous_cases_normal(delta, sd, alpha, power) or 2)
-    low, high = start - 1, start
-    while not detects_paired_score(high, delta, sd, alpha, power):
-        low, high = high, 2 * high
-        if high > MAX_LABELS:
-            return None
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (
-            (low, middle)
-            if detects_paired_score(middle, delta, sd, alpha, power)
-            else (
-                middle,
-                high,
-            )
-        )
-    return high
+    return smallest_passing(
+        lambda cases: detects_paired_score(cases, delta, sd, alpha, power), start - 1, start
+    )
 
 
 def sd_from_interval(
@@ -293,15 +277,7 @@ def kappa_labels(
         ).low
         return low - z_power * lower_end_sd(cells, n, alpha) >= min_kappa
 
-    low, high = 0, start
-    while not clears(high):
-        low, high = high, 2 * high
-        if high > MAX_LABELS:
-            return None
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if clears(middle) else (middle, high)
-    return high
+    return smallest_passing(clears, 0, start)
 
 
 def lower_end_sd(cells: Sequence[float], n: int, alpha: float = ALPHA) -> float:
@@ -396,11 +372,7 @@ def ppi_labels_within(
     if not fits(judged):
         return None
     # the half-width falls as n grows (fewer judged-only items, a smaller t): bisect
-    low, high = PPI_FEWEST_LABELS - 1, judged
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if fits(middle) else (middle, high)
-    return high
+    return smallest_passing(fits, PPI_FEWEST_LABELS - 1, judged)
 
 
 # noise floor ------------------------------------------------------------------------------
@@ -423,3 +395,17 @@ def floor_repeats(cases: int, precision: float, alpha: float = ALPHA) -> int | N
         return None
     z = z_two_sided(alpha)
     return max(2, 1 + math.ceil(z * z / (2 * cases * precision * precision) - 1e-9))
+
+
+def smallest_passing(passes: Callable[[int], bool], low: int, high: int) -> int | None:
+    """The smallest whole n above ``low`` for which ``passes`` (false below some n, true from
+    it on) holds: ``high`` doubled until it passes (None past ``MAX_LABELS``), then the gap
+    bisected."""
+    while not passes(high):
+        low, high = high, 2 * high
+        if high > MAX_LABELS:
+            return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if passes(middle) else (middle, high)
+    return high

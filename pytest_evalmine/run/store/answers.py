@@ -58,7 +58,6 @@ class AnswersCache(SQLiteFile):
 
     # recordings (engine/recording.py) ----------------------------------------------------
     def answer_rows(self, keys: list[str]) -> list[dict]:
-        """The cached answers of ``keys`` that exist, in the order given, as plain data."""
         rows = []
         for key in keys:
             row = self.connection.execute(

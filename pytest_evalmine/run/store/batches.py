@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from .records import BatchedItem
+from .records import BATCH_COLUMNS, BatchedItem, batch_listing
 from .schema import SQLiteFile
 
 
@@ -103,17 +103,6 @@ class Batches(SQLiteFile):
         collected, or every one."""
         where = "WHERE state != 'collected'" if open_only else ""
         rows = self.connection.execute(
-            "SELECT local_id, provider, batch_id, state, provider_state, counts, requests, "
-            f"run_token, owner, created_at, updated_at FROM batches {where} "
-            "ORDER BY created_at DESC"
+            f"SELECT {', '.join(BATCH_COLUMNS)} FROM batches {where} ORDER BY created_at DESC"
         ).fetchall()
-        names = (
-            "local_id", "provider", "batch_id", "state", "provider_state", "counts",
-            "requests", "run_token", "owner", "created_at", "updated_at",
-        )  # fmt: skip
-        listed = []
-        for row in rows:
-            entry = dict(zip(names, row, strict=True))
-            entry["counts"] = json.loads(entry["counts"]) if entry["counts"] else {}
-            listed.append(entry)
-        return listed
+        return batch_listing(rows)

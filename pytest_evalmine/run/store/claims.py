@@ -7,12 +7,8 @@ import sqlite3
 from collections.abc import Callable
 
 from .owners import owner_alive
-from .records import ANSWERED, CLAIMED, HELD, RUNNING, Claim
+from .records import ANSWERED, CLAIM_COLUMNS, CLAIMED, HELD, Claim, held_by_another
 from .schema import _BATCH, SQLiteFile
-
-_CLAIM_COLUMNS = (
-    "run_token, owner, status, error, error_kind, cost_usd, possibly_billed_usd, attempts"
-)
 
 
 class Claims(SQLiteFile):
@@ -40,12 +36,17 @@ class Claims(SQLiteFile):
             states = dict.fromkeys(self.cached_keys(keys), ANSWERED)
         todo = [key for key in keys if key not in states]
         alive: dict[str, bool] = {}
+
+        def holder_alive(holder: str) -> bool:
+            # Asked once per holder in a wave: each ask looks at a process.
+            if holder not in alive:
+                alive[holder] = self.owner_alive(holder)
+            return alive[holder]
+
         for start in range(0, len(todo), _BATCH):
             with self._write(self.connection) as db:
                 for key in todo[start : start + _BATCH]:
-                    states[key] = _claim(
-                        db, run_token, key, owner, reads_cache, alive, self.owner_alive
-                    )
+                    states[key] = _claim(db, run_token, key, owner, reads_cache, holder_alive)
         return states
 
     def finish_claim(
@@ -66,7 +67,7 @@ class Claims(SQLiteFile):
 
     def claims_of(self, keys: list[str]) -> dict[str, Claim]:
         """The claims of ``keys`` (those that have one), read in batches."""
-        query = f"SELECT key, {_CLAIM_COLUMNS} FROM claims WHERE key IN ({{marks}})"
+        query = f"SELECT key, {CLAIM_COLUMNS} FROM claims WHERE key IN ({{marks}})"
         return {row[0]: Claim(*row[1:]) for row in self._rows_of(query, keys)}
 
     def claim_of(self, key: str) -> Claim | None:
@@ -87,23 +88,13 @@ def _claim(
     key: str,
     owner: str,
     reads_cache: bool,
-    alive: dict[str, bool],
-    owner_alive: Callable[[str], bool],
+    holder_alive: Callable[[str], bool],
 ) -> str:
     if reads_cache and db.execute("SELECT 1 FROM answers WHERE key = ?", (key,)).fetchone():
         return ANSWERED
     row = db.execute("SELECT run_token, owner, status FROM claims WHERE key = ?", (key,)).fetchone()
-    if row is not None:
-        held_by, holder, status = row
-        if holder != owner:
-            if status != RUNNING:
-                held = held_by == run_token
-            else:
-                if holder not in alive:
-                    alive[holder] = owner_alive(holder)
-                held = alive[holder]
-            if held:
-                return HELD
+    if row is not None and held_by_another(run_token, owner, row, holder_alive):
+        return HELD
     db.execute(
         "INSERT OR REPLACE INTO claims (key, run_token, owner) VALUES (?, ?, ?)",
         (key, run_token, owner),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 
+from .budget import amounts_that_fit
 from .schema import SQLiteFile
 
 # A ledger row counts its real cost once spent, nothing once released, else what it reserved.
@@ -37,9 +38,9 @@ class Ledger(SQLiteFile):
         reservations: list[int | None] = []
         with self._write(self.connection) as db:
             committed = _running_total(db, scope)
-            added = 0.0
-            for key, amount in wanted:
-                if committed + added + amount > cap + 1e-12:
+            fits, added = amounts_that_fit(committed, [amount for _, amount in wanted], cap)
+            for (key, amount), fitting in zip(wanted, fits, strict=True):
+                if not fitting:
                     reservations.append(None)
                     continue
                 cursor = db.execute(
@@ -47,7 +48,6 @@ class Ledger(SQLiteFile):
                     "VALUES (?, ?, ?, 'reserved', ?)",
                     (run_token, key, amount, scope),
                 )
-                added += amount
                 reservations.append(int(cursor.lastrowid or 0))
             if added:
                 db.execute(

@@ -44,7 +44,6 @@ class AnswersCache(PostgresDatabase):
         return {row[0] for row in rows}
 
     def answer_rows(self, keys: list[str]) -> list[dict]:
-        """The cached answers of ``keys`` that exist, in the order given, as plain data."""
         rows = self._read(
             "SELECT key, provider, model, response, cost_usd FROM answers WHERE key = ANY(%s)",
             (list(keys),),

@@ -9,14 +9,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..records import BatchedItem
+from ..records import BATCH_COLUMNS, BatchedItem, batch_listing
 from .connection import PostgresDatabase
 from .ledger import OPEN, settle
-
-BATCH_COLUMNS = (
-    "local_id", "provider", "batch_id", "state", "provider_state", "counts",
-    "requests", "run_token", "owner", "created_at", "updated_at",
-)  # fmt: skip
 
 
 class Batches(PostgresDatabase):
@@ -109,12 +104,7 @@ class Batches(PostgresDatabase):
         rows = self._read(
             f"SELECT {', '.join(BATCH_COLUMNS)} FROM batches {where} ORDER BY created_at DESC"
         )
-        listed = []
-        for row in rows:
-            entry = dict(zip(BATCH_COLUMNS, row, strict=True))
-            entry["counts"] = json.loads(entry["counts"]) if entry["counts"] else {}
-            listed.append(entry)
-        return listed
+        return batch_listing(rows)
 
     # what the ledger holds for batched calls -------------------------------------------
     def submitted_reservations(self, keys: list[str]) -> dict[str, int]:

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..records import ANSWERED, CLAIMED, HELD, RUNNING, Claim
+from ..records import ANSWERED, CLAIM_COLUMNS, CLAIMED, HELD, Claim, held_by_another
 from .connection import PostgresDatabase
 
-_CLAIM_COLUMNS = (
-    "run_token, owner, status, error, error_kind, cost_usd, possibly_billed_usd, attempts"
-)
 FINISH = (
     "UPDATE claims SET status = %s, error = %s, error_kind = %s, cost_usd = %s, "
     "possibly_billed_usd = %s, attempts = %s WHERE key = %s"
@@ -59,14 +56,15 @@ class Claims(PostgresDatabase):
             "WHERE c.key = ANY(%s) ORDER BY c.key FOR UPDATE OF c",
             (todo,),
         ).fetchall()
+        lease_lives = {holder: leased for _, _, holder, _, leased in existing}
         taken: list[str] = []
-        for key, held_by, holder, status, leased in existing:
-            if holder != owner:
-                held = held_by == run_token if status != RUNNING else leased
-                if held:
-                    states[key] = HELD
-                    continue
-            taken.append(key)
+        for key, held_by, holder, status, _ in existing:
+            if held_by_another(
+                run_token, owner, (held_by, holder, status), lease_lives.__getitem__
+            ):
+                states[key] = HELD
+            else:
+                taken.append(key)
         if taken:
             db.execute(
                 "UPDATE claims SET run_token = %s, owner = %s, status = 'running', error = NULL, "
@@ -104,7 +102,7 @@ class Claims(PostgresDatabase):
 
     def claims_of(self, keys: list[str]) -> dict[str, Claim]:
         rows = self._read(
-            f"SELECT key, {_CLAIM_COLUMNS} FROM claims WHERE key = ANY(%s)", (list(keys),)
+            f"SELECT key, {CLAIM_COLUMNS} FROM claims WHERE key = ANY(%s)", (list(keys),)
         )
         return {row[0]: Claim(*row[1:]) for row in rows}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..budget import amounts_that_fit
 from .connection import PostgresDatabase
 
 COUNTED = (
@@ -93,16 +94,8 @@ def _reserve(
     row = db.execute(
         "SELECT committed_usd FROM run_totals WHERE budget = %s FOR UPDATE", (budget,)
     ).fetchone()
-    committed = float(row[0])
-    added = 0.0
-    fitting: list[tuple[str, float]] = []
-    chosen: list[bool] = []
-    for key, amount in wanted:
-        fits = committed + added + amount <= cap + 1e-12
-        chosen.append(fits)
-        if fits:
-            added += amount
-            fitting.append((key, amount))
+    chosen, added = amounts_that_fit(float(row[0]), [amount for _, amount in wanted], cap)
+    fitting = [wish for wish, fits in zip(wanted, chosen, strict=True) if fits]
     ids: list[int] = []
     if fitting:
         with db.cursor() as cursor:
