@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pytest_evalmine.engine.stored import compare_run_folders
 from pytest_evalmine.reports.html_page import render_html
 from pytest_evalmine.reports.suite_index import suite_index_html
 
@@ -247,7 +248,7 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_view_at_390_and_1280(
     run.mkdir(parents=True)
     (run / "report.json").write_text(json.dumps(report_doc(False)))
     index = suite_dir / "index.html"
-    index.write_text(suite_index_html(suite_dir), "utf-8")
+    index.write_text(suite_index_html(suite_dir, compare_run_folders), "utf-8")
 
     def views() -> Any:
         open_file(page, rich)

@@ -18,6 +18,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_evalmine.engine.stored import compare_run_folders
 from pytest_evalmine.judging.binary import BinaryJudging
 from pytest_evalmine.reports.html_banner import links_nav
 from pytest_evalmine.reports.html_data import script_json
@@ -643,7 +644,7 @@ def test_the_suites_index_lists_its_runs_newest_first_with_verdicts_cost_and_fla
     (broken / "report.json").write_text("{not json")
     (suite_dir / "notes").write_text("not a run folder")
     (suite_dir / "latest.json").write_text(json.dumps({"run_id": newer.name}))
-    page = suite_index_html(suite_dir)
+    page = suite_index_html(suite_dir, compare_run_folders)
     assert HOSTILE not in page and "default-src 'none'" in page
     body = page.split("<tbody>", 1)[1].split("</tbody>", 1)[0]
     rows = body.split("</tr>")[:-1]

@@ -44,7 +44,7 @@ from ..suite.canonical import sha256_hex
 from ..suite.content import task_content_hashes
 from ..suite.loader import Suite
 from .session import EvalSession, has_criteria, models_hash, relative_to
-from .stored import case_changes
+from .stored import case_changes, compare_run_folders
 
 T = TypeVar("T")
 
@@ -215,7 +215,13 @@ def write_suite_run(
             )
             summary = _replaced(summary, changes=changes)
             report["changes"] = changes  # what summary.to_json() would give now, unbuilt
-        run_dir = write_run(summary, report_root, move_latest=move_latest, report=report)
+        run_dir = write_run(
+            summary,
+            report_root,
+            move_latest=move_latest,
+            report=report,
+            compare_runs=compare_run_folders,
+        )
         if then is not None:
             then()
     except Exception as exc:  # the summary is still shown, and the run fails (exit 3)

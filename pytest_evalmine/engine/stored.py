@@ -122,6 +122,11 @@ def comparison(
     return changes
 
 
+def compare_run_folders(before: Path, after: Path) -> dict[str, Any]:
+    """``comparison`` of two run folders: what the suite's index shows between runs."""
+    return comparison(StoredRun(before), StoredRun(after))
+
+
 def case_changes(
     report: dict[str, Any],
     records: Sequence[AnswerRecord],

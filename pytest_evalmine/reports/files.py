@@ -19,7 +19,7 @@ from ..run.records import AnswerRecord
 from .html_page import html_pieces
 from .render import if_uncached_text, markdown_table, money
 from .sections import Section, flagged, number, percent, report_sections
-from .suite_index import suite_index_html
+from .suite_index import Comparer, suite_index_html
 from .summary import RunSummary, failure_reason
 
 
@@ -29,10 +29,12 @@ def write_run(
     *,
     move_latest: bool = True,
     report: dict[str, Any] | None = None,
+    compare_runs: Comparer | None = None,
 ) -> Path:
     """Write the run folder and, when ``move_latest``, point ``latest.json`` at it; returns
     the run folder. ``report``: ``summary.to_json()`` when the caller has built it already
-    (it is the largest part of writing a big run's files)."""
+    (it is the largest part of writing a big run's files); ``compare_runs``: how the suite's
+    index compares two run folders (the engine's reading of stored runs)."""
     suite_dir = report_root / summary.suite_name
     run_dir = suite_dir / summary.run_id
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -58,7 +60,7 @@ def write_run(
             "suite_hash": summary.suite_hash,
         }
         atomic_write(suite_dir / "latest.json", json.dumps(pointer, indent=2) + "\n")
-    atomic_write(suite_dir / "index.html", suite_index_html(suite_dir))
+    atomic_write(suite_dir / "index.html", suite_index_html(suite_dir, compare_runs))
     return run_dir
 
 

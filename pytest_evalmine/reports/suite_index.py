@@ -9,6 +9,7 @@ needs no state of its own."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +37,16 @@ section.comparison:not(:target) { display: none; }
 """
 
 
-def suite_index_html(suite_dir: Path) -> str:
+# What ``evalmine compare BEFORE AFTER`` computes for two run folders: given by the engine,
+# which reads stored runs (this layer only renders).
+Comparer = Callable[[Path, Path], dict[str, Any]]
+
+
+def suite_index_html(suite_dir: Path, compare: Comparer | None = None) -> str:
     """The page: one row per run folder with a readable report.json (an unreadable one gets
-    a row saying so, never an error: the run's own reports come first)."""
+    a row saying so, never an error: the run's own reports come first). ``compare`` makes the
+    newest runs' comparisons with the run before them; without it every row shows the
+    ``evalmine compare`` command."""
     latest = _latest_run_id(suite_dir)
     runs: list[tuple[Path, dict[str, Any]]] = []  # oldest first
     rows = []
@@ -56,9 +64,11 @@ def suite_index_html(suite_dir: Path) -> str:
     comparisons = []
     for position, (run_dir, report) in enumerate(runs):
         previous = runs[position - 1][0] if position else None
-        compared = previous is not None and position >= len(runs) - COMPARED_RUNS
+        compared = (
+            compare is not None and previous is not None and position >= len(runs) - COMPARED_RUNS
+        )
         if compared:
-            comparisons.append(_comparison_html(previous, run_dir))  # type: ignore[arg-type]
+            comparisons.append(_comparison_html(previous, run_dir, compare))  # type: ignore[arg-type]
         row = _row(run_dir.name, report, run_dir.name == latest, previous, compared)
         rows.append((run_dir.name, row))
     rows.sort(key=lambda row: row[0], reverse=True)
@@ -203,10 +213,8 @@ def _trends(runs: list[tuple[Path, dict[str, Any]]]) -> str:
     return f'<div class="trends" id="trends">{"".join(charts)}</div>'
 
 
-def _comparison_html(before: Path, after: Path) -> str:
+def _comparison_html(before: Path, after: Path, compare: Comparer) -> str:
     """``evalmine compare BEFORE AFTER``'s section, or why it cannot be made."""
-    # engine.stored writes this page (through reports.files): imported here, not at the top.
-    from ..engine.stored import StoredRun, comparison
     from .html_summary import section_html
     from .sections import changes_section
 
@@ -217,7 +225,7 @@ def _comparison_html(before: Path, after: Path) -> str:
         f'<a href="#runs">back to the runs</a></p>'
     )
     try:
-        section = changes_section(comparison(StoredRun(before), StoredRun(after)))
+        section = changes_section(compare(before, after))
     except Exception as exc:  # a stored run of any age: the page comes first, never an error
         return (
             f'<section id="{esc(anchor)}" class="comparison"><h2>{esc(after.name)} against '
