@@ -93,7 +93,11 @@ def named_walkthrough(text: str) -> None:
     assert first != second
     compared = lines[lines.index("$ evalmine compare nightly~1 nightly") + 1 :]
     assert compared[0] == f"{first} -> {second}"
-    assert "tasks changed: polite-rewrite (prompt); only in A: none; only in B: none" in compared
+    # The edit is the task's prompt, which its variant `concise` is built from too.
+    assert (
+        "tasks changed: polite-rewrite (prompt; variant concise: prompt); only in A: none; "
+        "only in B: none" in compared
+    )
 
 
 def test_the_summary_fits_80_columns_as_the_docs_say(doc_examples: ModuleType) -> None:

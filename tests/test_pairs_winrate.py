@@ -213,6 +213,8 @@ def test_pair_to_dict_is_json_with_candidate_verdict_per_pass() -> None:
         "cached_input_tokens",
         "cache_write_tokens",
         "usage_anomaly",
+        # a cached call's cost as it was paid, beside today's price (spec section 8)
+        "recorded_cost_usd",
     }
     assert data["passes"][0]["key"] == "k1"
     assert (data["score"], data["category"], data["flip"], data["outcome"]) == (

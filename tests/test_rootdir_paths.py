@@ -18,14 +18,18 @@ PYTEST_TABLE = "[tool.pytest.ini_options]\naddopts = ''\n"
 
 
 def printed_report_folder(lines: list[str]) -> str:
-    """The run folder of the summary's ``report:`` line (a long path on a line of its own)."""
+    """The run folder of the summary's ``report:`` line (``report: FOLDER/report.html``, a
+    long path on a line of its own)."""
     [start] = [n for n, line in enumerate(lines) if line.startswith("report:")]
     parts = []
     for line in lines[start:]:
         if "report.md" in line:
             break
         parts.append(line.removeprefix("report:").strip())
-    return "".join(parts).rstrip("/")
+    path = "".join(parts)
+    for page in ("/report.html", "/report.md"):
+        path = path.removesuffix(page)
+    return path.rstrip("/")
 
 
 def evalmine(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

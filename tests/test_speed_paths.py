@@ -203,6 +203,8 @@ def test_the_plain_dicts_equal_dataclasses_asdict() -> None:
     for entry, verdict in zip(expected["passes"], ("win", "tie"), strict=True):
         entry["candidate_verdict"] = verdict
     expected.update(score=0.75, judge_score=0.75, category="candidate", flip=False)
+    # A single judge's pair writes no jurors (pairs.jsonl as before the panel).
+    assert expected.pop("jurors") == {}
     assert pair.to_dict() == {**expected, "outcome": "soft_win"}
 
 

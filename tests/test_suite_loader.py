@@ -255,10 +255,10 @@ def test_unknown_key_in_cases_file_names_file_and_line(tmp_path: Path) -> None:
     use_cases_file(document)
     cases = write_jsonl(
         tmp_path / "cases.jsonl",
-        [{"id": "first", "vars": {}}, {"id": "second", "vars": {}, "reference": "x"}],
+        [{"id": "first", "vars": {}}, {"id": "second", "vars": {}, "refrence": "x"}],
     )
     err = expect_error(
-        dump_suite(tmp_path, document), "line 2", "unknown key 'reference'", file=cases.resolve()
+        dump_suite(tmp_path, document), "line 2", "unknown key 'refrence'", file=cases.resolve()
     )
     assert "cases.jsonl" in str(err)
 

@@ -106,7 +106,7 @@ def test_merge_keys_and_aliases_by_hand() -> None:
 
 def test_errors_in_cases_between_plain_ones_keep_their_own_index(tmp_path: Path) -> None:
     cases = [{"id": f"c{i}", "vars": {"q": f"question {i}"}} for i in range(8)]
-    cases[2]["reference"] = "unknown key"
+    cases[2]["refrence"] = "unknown key"
     cases[5]["vars"] = {"bad name": 1}
     cases[7]["id"] = "-starts-with-a-dash"
     suite = {
@@ -128,7 +128,7 @@ def test_errors_in_cases_between_plain_ones_keep_their_own_index(tmp_path: Path)
         "$.tasks[1].cases[5].vars",
         "$.tasks[1].cases[7].id",
     ], lines
-    assert "unknown key 'reference'" in lines[0]
+    assert "unknown key 'refrence'" in lines[0]
 
 
 def test_a_suite_of_plain_cases_only_still_loads_every_case(tmp_path: Path) -> None:

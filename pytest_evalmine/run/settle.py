@@ -37,7 +37,6 @@ def from_cache(item: Planned, hit: Hit, run_token: str, owner: str) -> Outcome:
             response,
             cost_usd=claim.cost_usd,
             cost_if_uncached_usd=today,
-            recorded_cost_usd=hit.answer.cost_usd,
             attempts=claim.attempts,
             possibly_billed_usd=claim.possibly_billed_usd,
         )
