@@ -68,7 +68,7 @@ def suite_index_html(suite_dir: Path, compare: Comparer | None = None) -> str:
             compare is not None and previous is not None and position >= len(runs) - COMPARED_RUNS
         )
         if compared:
-            comparisons.append(_comparison_html(previous, run_dir, compare))  # type: ignore[arg-type]
+            comparisons.append(_kept_comparison_html(previous, run_dir, compare))  # type: ignore[arg-type]
         row = _row(run_dir.name, report, run_dir.name == latest, previous, compared)
         rows.append((run_dir.name, row))
     rows.sort(key=lambda row: row[0], reverse=True)
@@ -233,6 +233,33 @@ def _comparison_html(before: Path, after: Path, compare: Comparer) -> str:
         )
     html = section_html(section, esc(anchor))
     return html.replace('">', '" class="comparison">', 1).replace("</h2>", "</h2>" + head, 1)
+
+
+def _kept_comparison_html(before: Path, after: Path, compare: Comparer) -> str:
+    """``_comparison_html``, kept in ``<suite>/.comparisons/`` once made: every run rewrites
+    the index, and comparing two stored runs reads both runs' answers (about 1 s per pair of
+    2,000-case runs), while two written run folders never change. Kept per tool version (the
+    section's wording may change); a comparison that could not be made is made again."""
+    from .. import __version__
+
+    kept = after.parent / ".comparisons" / f"{before.name}--{after.name}.html"
+    stamp = f"<!-- pytest-evalmine {__version__} -->\n"
+    try:
+        text = kept.read_text("utf-8")
+        if text.startswith(stamp):
+            return text[len(stamp) :]
+    except OSError:
+        pass
+    html = _comparison_html(before, after, compare)
+    if "<p>cannot compare: " not in html:
+        try:
+            kept.parent.mkdir(exist_ok=True)
+            partial = kept.with_name(kept.name + ".part")
+            partial.write_text(stamp + html, "utf-8")
+            partial.replace(kept)
+        except OSError:  # a cache: the index is written all the same
+            pass
+    return html
 
 
 def _latest_run_id(suite_dir: Path) -> str | None:
